@@ -1,0 +1,28 @@
+"""Tool contracts: what a tool is, how it is named, described and classified."""
+
+from callgate.contract.annotations import RiskTier, ToolAnnotations, derive_risk
+from callgate.contract.context import Principal, ToolContext, Trusted, TrustedField
+from callgate.contract.function import FunctionHandler, spec_from_function
+from callgate.contract.naming import InvalidToolName, check_tool_name, qualify
+from callgate.contract.spec import ToolHandler, ToolSpec
+from callgate.contract.toolbox import DuplicateTool, Toolbox, tool
+
+__all__ = [
+    "DuplicateTool",
+    "FunctionHandler",
+    "InvalidToolName",
+    "Principal",
+    "RiskTier",
+    "ToolAnnotations",
+    "ToolContext",
+    "ToolHandler",
+    "ToolSpec",
+    "Toolbox",
+    "Trusted",
+    "TrustedField",
+    "check_tool_name",
+    "derive_risk",
+    "qualify",
+    "spec_from_function",
+    "tool",
+]

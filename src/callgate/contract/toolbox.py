@@ -1,0 +1,172 @@
+"""Toolbox: a named group of tools, and the ``tool`` decorator."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar, overload
+
+from callgate.contract.annotations import RiskTier
+from callgate.contract.function import spec_from_function
+from callgate.contract.naming import check_toolbox_name
+from callgate.contract.spec import ConciseView, ToolSpec
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_OPTIONS_ATTR = "__callgate_tool__"
+
+
+class DuplicateTool(ValueError):
+    """Two tools of one toolbox share a name."""
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    scopes: Iterable[str] = (),
+    read_only: bool | None = None,
+    destructive: bool | None = None,
+    idempotent: bool | None = None,
+    open_world: bool | None = None,
+    risk: RiskTier | str | None = None,
+    timeout: float | None = None,
+    version: str = "1",
+    input_examples: Sequence[Mapping[str, Any]] = (),
+    concise: ConciseView | Sequence[str] | None = None,
+    private_data: bool = False,
+    tags: Iterable[str] = (),
+) -> Callable[[F], F]: ...
+def tool(fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+    """Mark a function as a tool; a Toolbox built with it (``Toolbox("ops", tools=[fn])``)
+    or ``toolbox.add(fn)`` turns it into a ToolSpec. The function is returned unchanged.
+    """
+
+    def mark(func: F) -> F:
+        setattr(func, _OPTIONS_ATTR, dict(options))
+        return func
+
+    return mark(fn) if fn is not None else mark
+
+
+class Toolbox:
+    """A named set of tools. Tool names are ``<toolbox>.<function name>``.
+
+    ``trusted`` says whether the annotations of its tools are believed: local
+    Python code is trusted by default; tools proxied from an untrusted upstream
+    are not (they are then treated as destructive and open-world).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        description: str = "",
+        trusted: bool = True,
+        tools: Iterable[Callable[..., Any] | ToolSpec] = (),
+    ) -> None:
+        self.name = check_toolbox_name(name)
+        self.description = description
+        self.trusted = trusted
+        self._specs: dict[str, ToolSpec] = {}
+        self._listeners: list[Callable[[Toolbox], None]] = []
+        for item in tools:
+            if isinstance(item, ToolSpec):
+                self.add_spec(item)
+            else:
+                self.add(item)
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        scopes: Iterable[str] = (),
+        read_only: bool | None = None,
+        destructive: bool | None = None,
+        idempotent: bool | None = None,
+        open_world: bool | None = None,
+        risk: RiskTier | str | None = None,
+        timeout: float | None = None,
+        version: str = "1",
+        input_examples: Sequence[Mapping[str, Any]] = (),
+        concise: ConciseView | Sequence[str] | None = None,
+        private_data: bool = False,
+        tags: Iterable[str] = (),
+    ) -> Callable[[F], F]: ...
+    def tool(self, fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+        """Register a function as a tool of this toolbox (usable bare or with options)."""
+
+        def register(func: F) -> F:
+            self.add(func, **options)
+            return func
+
+        return register(fn) if fn is not None else register
+
+    def add(self, fn: Callable[..., Any], **options: Any) -> ToolSpec:
+        """Register ``fn``; options given here override those of ``@tool``.
+
+        Raises:
+            DuplicateTool: a tool of that name exists already.
+            TypeError: the function cannot be described (see ``spec_from_function``).
+        """
+        merged = {**getattr(fn, _OPTIONS_ATTR, {}), **options}
+        spec = spec_from_function(fn, toolbox=self.name, trusted_source=self.trusted, **merged)
+        return self.add_spec(spec)
+
+    def add_spec(self, spec: ToolSpec) -> ToolSpec:
+        """Register a ready-made spec (e.g. one proxied from an upstream server).
+
+        Raises:
+            DuplicateTool: a tool of that name exists already.
+            ValueError: the spec belongs to another toolbox.
+        """
+        if spec.toolbox != self.name:
+            raise ValueError(f"tool {spec.name!r} belongs to toolbox {spec.toolbox!r}")
+        if spec.name in self._specs:
+            raise DuplicateTool(f"toolbox {self.name!r} already has a tool {spec.name!r}")
+        self._specs[spec.name] = spec
+        self._changed()
+        return spec
+
+    def remove(self, name: str) -> None:
+        """Remove a tool by full or local name.
+
+        Raises:
+            KeyError: no such tool.
+        """
+        full = name if name in self._specs else f"{self.name}.{name}"
+        del self._specs[full]
+        self._changed()
+
+    def on_change(self, listener: Callable[[Toolbox], None]) -> None:
+        """Call ``listener`` whenever a tool is added or removed."""
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            listener(self)
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        """The tools in name order (deterministic listings)."""
+        return [self._specs[key] for key in sorted(self._specs)]
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self._specs.get(name) or self._specs.get(f"{self.name}.{name}")
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        return iter(self.specs)
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def __repr__(self) -> str:
+        return f"Toolbox({self.name!r}, tools={len(self)})"

@@ -1,0 +1,88 @@
+"""Tools every gate serves: reading the rest of a truncated result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from callgate.contract import ToolContext, Toolbox
+from callgate.errors import ConstructionError, PermissionDenied
+from callgate.runtime.call import Limits
+from callgate.runtime.cursor import BadCursor, Cursor
+from callgate.runtime.shaping import CHARS_PER_TOKEN, notice, page
+from callgate.store import Store
+
+BUILTIN_TOOLBOX = "callgate"
+
+
+class ResultPage(BaseModel):
+    items: Any
+    """The next part of the result: list items, or a slice of the JSON text."""
+    unit: str
+    offset: int
+    shown: int
+    total: int
+    next_cursor: str | None
+    notice: str
+
+
+def builtin_toolbox(store: Store, limits: Limits) -> Toolbox:
+    box = Toolbox(BUILTIN_TOOLBOX, description="Tools of the gateway itself.")
+
+    @box.tool(read_only=True, open_world=False, title="Read more of a truncated result")
+    async def read_more(cursor: str, ctx: ToolContext) -> ResultPage:
+        """Read the next part of a tool result that was truncated.
+
+        Use it when a result says 'truncated: ... call callgate.read_more with cursor ...'
+        and you need more than what was shown. Do not use it to re-run a tool: it only
+        reads a result kept from an earlier call, for about a day.
+
+        Args:
+            cursor: The cursor given in the truncation notice, copied exactly.
+        """
+        try:
+            parsed = Cursor.decode(cursor)
+        except BadCursor:
+            raise ConstructionError(
+                "That cursor is not valid.",
+                next_step="Copy the cursor exactly from the latest truncation notice.",
+            ) from None
+        stored = await store.get_result(parsed.ref)
+        if stored is None:
+            raise ConstructionError(
+                "That result has expired or does not exist.",
+                next_step="Call the original tool again to get a fresh result.",
+            )
+        if stored.tenant != ctx.principal.tenant:
+            raise PermissionDenied(
+                "That result belongs to another tenant.",
+                next_step="Do not retry; use results of your own calls.",
+            )
+        pg = page(
+            stored.content,
+            offset=parsed.offset,
+            budget_chars=limits.max_result_tokens * CHARS_PER_TOKEN - 400,
+            key=parsed.key,
+            unit=parsed.unit,
+        )
+        next_cursor = (
+            Cursor(ref=parsed.ref, offset=pg.next_offset, unit=pg.unit, key=pg.key).encode()
+            if pg.next_offset is not None
+            else None
+        )
+        items = pg.payload[pg.key] if pg.key is not None else pg.payload
+        return ResultPage(
+            items=items,
+            unit=pg.unit,
+            offset=parsed.offset,
+            shown=pg.shown,
+            total=pg.total,
+            next_cursor=next_cursor,
+            notice=notice(pg, next_cursor, f"{BUILTIN_TOOLBOX}.read_more")
+            if next_cursor
+            else f"end of result: items {parsed.offset:,} to {parsed.offset + pg.shown:,} "
+            f"of {pg.total:,} shown.",
+        )
+
+    return box

@@ -1,0 +1,148 @@
+"""The state of one call as it moves through the chain, and the gate's limits."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from callgate.contract import Principal, ToolSpec
+from callgate.errors import ErrorKind, default_next_step
+from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status, Timing
+
+if TYPE_CHECKING:
+    from callgate.runtime.services import Services
+
+
+@dataclass(kw_only=True, frozen=True)
+class Limits:
+    """Bounds the gate enforces on every call."""
+
+    default_timeout: float = 30.0
+    """Seconds a tool may run when its contract names no timeout."""
+    max_timeout: float = 300.0
+    """Hard maximum: no contract or caller can ask for more."""
+    max_attempts: int = 3
+    """Tries per call for transient failures of retry-safe tools (1 = no retry)."""
+    session_retry_budget: int = 10
+    """Retries a session may spend in all (needs a session id)."""
+    backoff_base: float = 0.05
+    backoff_max: float = 2.0
+    duplicate_call_limit: int = 3
+    """Successful calls of one tool with the same arguments per session before the
+    next identical one is refused (0 disables)."""
+    max_result_tokens: int = 4000
+    """Estimated tokens of payload the model receives at most; the rest is kept
+    in the store and readable by cursor."""
+    idempotency_ttl: timedelta = timedelta(hours=24)
+    result_ttl: timedelta = timedelta(hours=24)
+
+    def __post_init__(self) -> None:
+        if self.default_timeout <= 0 or self.max_timeout <= 0:
+            raise ValueError("timeouts must be positive")
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if self.max_result_tokens < 50:
+            raise ValueError("max_result_tokens must be at least 50")
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def hash_json(value: Any) -> str:
+    """Stable hash of a JSON-able value (key order does not matter)."""
+    blob = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
+
+
+@dataclass(kw_only=True)
+class Call:
+    """Mutable state of one governed call; each stage reads and fills parts of it."""
+
+    services: Services
+    tool_name: str
+    raw_arguments: Any
+    principal: Principal
+    session_id: str | None = None
+    idempotency_key: str | None = None
+    timeout: float | None = None
+    call_id: str = field(default_factory=lambda: new_id("call"))
+    trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    t0: float = field(default_factory=time.perf_counter)
+
+    spec: ToolSpec | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+    """Validated model-filled arguments (JSON form)."""
+    prepared: Any = None
+    injected: dict[str, Any] = field(default_factory=dict)
+    dropped_fields: list[str] = field(default_factory=list)
+    args_hash: str | None = None
+    decision: Decision | None = None
+    attempts: int = 0
+    payload: Any = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    """Operator-only facts for the audit record."""
+    intent_written: bool = False
+    idempotency_scope: str | None = None
+    idempotency_owner: bool = False
+
+    @property
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.t0) * 1000
+
+    def full_arguments(self) -> dict[str, Any]:
+        """Model arguments plus injected trusted values: exactly what the tool gets."""
+        return {**self.arguments, **self.injected}
+
+    def envelope(
+        self,
+        status: Status,
+        *,
+        payload: Any = None,
+        error: ErrorInfo | None = None,
+        **extra: Any,
+    ) -> Envelope:
+        return Envelope(
+            tool=self.spec.name if self.spec else self.tool_name,
+            tool_version=self.spec.version if self.spec else None,
+            call_id=self.call_id,
+            trace_id=self.trace_id,
+            status=status,
+            payload=payload,
+            error=error,
+            timing=Timing(
+                started_at=self.started_at,
+                duration_ms=round(self.elapsed_ms, 3),
+                attempts=self.attempts,
+            ),
+            decision=self.decision,
+            idempotency_key=self.idempotency_key,
+            **extra,
+        )
+
+    def fail(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        next_step: str | None = None,
+        retryable: bool = False,
+        detail_ref: str | None = None,
+    ) -> Envelope:
+        """An error Envelope with the model-facing message and its next step."""
+        return self.envelope(
+            Status.ERROR,
+            error=ErrorInfo(
+                kind=kind,
+                message_for_model=message,
+                retryable=retryable,
+                next_step=next_step or default_next_step(kind),
+                detail_ref=detail_ref,
+            ),
+        )

@@ -1,0 +1,105 @@
+"""The Envelope: one result shape for every tool and every upstream."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from callgate.errors import ErrorKind
+
+
+class Status(StrEnum):
+    OK = "ok"
+    ERROR = "error"
+    PENDING_APPROVAL = "pending_approval"
+    PENDING_INPUT = "pending_input"
+    TASK = "task"
+
+
+class ErrorInfo(BaseModel):
+    """What went wrong, written for the model, and what to do next."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: ErrorKind
+    message_for_model: str
+    retryable: bool = False
+    next_step: str | None = None
+    detail_ref: str | None = None
+    """Where operators find the details (the audit record's call id)."""
+
+
+class Truncation(BaseModel):
+    """An explicit notice that the payload is not the whole result."""
+
+    model_config = ConfigDict(frozen=True)
+
+    shown: int
+    total: int
+    unit: str
+    """``items`` (of a list) or ``chars`` (of the JSON text)."""
+    cursor: str | None
+    notice: str
+
+
+class Timing(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    started_at: datetime
+    duration_ms: float
+    attempts: int = 1
+
+
+class Decision(BaseModel):
+    """What policy decided and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    effect: str
+    """``allow``, ``deny``, ``require_approval`` (or ``not_reached``)."""
+    reason: str | None = None
+    rule: str | None = None
+
+
+class Envelope(BaseModel):
+    """The result of one governed call, whatever happened."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool: str
+    tool_version: str | None = None
+    call_id: str
+    trace_id: str
+    status: Status
+    payload: Any = None
+    error: ErrorInfo | None = None
+    raw_ref: str | None = None
+    truncated: Truncation | None = None
+    timing: Timing | None = None
+    decision: Decision | None = None
+    idempotency_key: str | None = None
+    replayed: bool = False
+    """True when this Envelope was stored earlier and returned again for the
+    same idempotency key (the tool did not run again)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    def for_model(self) -> dict[str, Any]:
+        """The compact JSON an agent loop sends back to the model."""
+        out: dict[str, Any] = {"status": self.status.value}
+        if self.payload is not None:
+            out["result"] = self.payload
+        if self.error is not None:
+            out["error"] = {
+                "kind": self.error.kind.value,
+                "message": self.error.message_for_model,
+                "next_step": self.error.next_step,
+            }
+        if self.truncated is not None:
+            out["truncated"] = self.truncated.notice
+        return out

@@ -1,0 +1,250 @@
+"""Gate: the public entry point that runs tool calls through the governed chain."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
+from types import TracebackType
+from typing import Any, Self
+
+import platformdirs
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from callgate.contract import Principal, Toolbox, ToolSpec
+from callgate.runtime import pipeline
+from callgate.runtime.builtin import BUILTIN_TOOLBOX, builtin_toolbox
+from callgate.runtime.call import Call, Limits
+from callgate.runtime.envelope import Envelope
+from callgate.runtime.policy import Policy
+from callgate.runtime.registry import Registry
+from callgate.runtime.services import Services
+from callgate.runtime.stages.shape import READ_MORE_TOOL
+from callgate.store import AuditRecord, GroupCommitter, MemoryStore, SQLStore, Store
+
+STORE_ENV = "CALLGATE_STORE"
+
+
+def default_store_url() -> str:
+    """``$CALLGATE_STORE``, else a SQLite file in the user's data directory."""
+    env = os.environ.get(STORE_ENV)
+    if env:
+        return env
+    path = platformdirs.user_data_path("callgate", appauthor=False) / "callgate.db"
+    return f"sqlite:///{path}"
+
+
+def store_from_url(url: str) -> Store:
+    """An unopened store for ``url`` (``memory://`` for an in-memory one)."""
+    if url in ("memory:", "memory://"):
+        return MemoryStore()
+    return SQLStore(url)
+
+
+class Gate:
+    """Runs tool calls through the governed chain.
+
+    Example:
+        gate = Gate([ops], store="sqlite:///callgate.db")
+        env = await gate.call("ops.deploy_status", {"deploy_id": "D-1"}, principal=alice)
+
+    Use it as an async context manager (or call ``aclose``) so queued audit
+    records are flushed and connections closed. From synchronous code use
+    ``call_sync``, which runs the gate on a private event loop thread; do not mix
+    the two styles on one Gate.
+
+    Args:
+        toolboxes: the tools to serve. A ``callgate`` toolbox with
+            ``callgate.read_more`` (to page through truncated results) is added.
+        store: a Store, a URL (``sqlite:///file.db``, ``postgresql://...``), or
+            None for ``$CALLGATE_STORE`` / the user's data directory.
+        policy: decides allow / deny / require_approval; allows everything if None.
+        limits: timeouts, retries, result size; see ``Limits``.
+        context: gate-wide trusted values for trusted fields not set by the principal.
+    """
+
+    def __init__(
+        self,
+        toolboxes: Iterable[Toolbox] = (),
+        *,
+        store: Store | str | None = None,
+        policy: Policy | None = None,
+        limits: Limits | None = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.store: Store = (
+            store if store is not None and not isinstance(store, str)
+            else store_from_url(store or default_store_url())
+        )
+        self.limits = limits or Limits()
+        self.policy = policy or Policy()
+        self.registry = Registry(toolboxes)
+        if self.registry.get(READ_MORE_TOOL) is None:
+            self.registry.add(builtin_toolbox(self.store, self.limits))
+        self._context = dict(context or {})
+        self._services: Services | None = None
+        self._open_lock: asyncio.Lock | None = None
+        self._portal: BlockingPortal | None = None
+        self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
+        self._portal_lock = threading.Lock()
+
+    # lifecycle ---------------------------------------------------------------
+    async def open(self) -> None:
+        """Open the store (creating or migrating its schema). Called on first use."""
+        if self._services is not None:
+            return
+        if self._open_lock is None:
+            self._open_lock = asyncio.Lock()
+        async with self._open_lock:
+            if self._services is not None:
+                return
+            await self.store.open()
+            committer = GroupCommitter(self.store)
+            await committer.start()
+            self._services = Services(
+                registry=self.registry,
+                store=self.store,
+                committer=committer,
+                policy=self.policy,
+                limits=self.limits,
+                context=self._context,
+            )
+
+    async def aclose(self) -> None:
+        """Flush queued audit records and close the store."""
+        services, self._services = self._services, None
+        if services is not None:
+            await services.committer.aclose()
+            await self.store.close()
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # calls -------------------------------------------------------------------
+    async def call(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        *,
+        principal: Principal,
+        session_id: str | None = None,
+        idempotency_key: str | None = None,
+        timeout: float | None = None,
+        trace_id: str | None = None,
+    ) -> Envelope:
+        """Run one call through the chain and return its Envelope.
+
+        Whatever the model sent (unknown tool, malformed JSON text, wrong types),
+        the answer is an Envelope; exceptions are raised only when the gate
+        itself cannot work (for example its store is unreachable, in which case
+        no result is returned without its audit record).
+
+        Args:
+            tool: the full tool name (``toolbox.tool``).
+            arguments: the model-filled arguments, as a mapping or JSON text.
+            principal: the authenticated caller; trusted fields come from it.
+            session_id: groups calls of one conversation (duplicate limit, retry budget).
+            idempotency_key: the same key (per tenant and tool) runs the tool once.
+            timeout: seconds for this call; capped by ``Limits.max_timeout``.
+            trace_id: to join an existing trace; a new one otherwise.
+        """
+        await self.open()
+        assert self._services is not None
+        call = Call(
+            services=self._services,
+            tool_name=tool,
+            raw_arguments=arguments if not isinstance(arguments, Mapping) else dict(arguments),
+            principal=principal,
+            session_id=session_id,
+            idempotency_key=idempotency_key,
+            timeout=timeout,
+        )
+        if trace_id:
+            call.trace_id = trace_id
+        return await pipeline.run(call)
+
+    async def read_more(
+        self, cursor: str, *, principal: Principal, session_id: str | None = None
+    ) -> Envelope:
+        """Read the next page of a truncated result (a governed call itself)."""
+        return await self.call(
+            READ_MORE_TOOL, {"cursor": cursor}, principal=principal, session_id=session_id
+        )
+
+    def call_sync(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | str | None = None,
+        *,
+        principal: Principal,
+        session_id: str | None = None,
+        idempotency_key: str | None = None,
+        timeout: float | None = None,
+        trace_id: str | None = None,
+    ) -> Envelope:
+        """``call`` for synchronous code (runs on the gate's own event loop thread)."""
+        portal = self._sync_portal()
+
+        async def _go() -> Envelope:
+            return await self.call(
+                tool,
+                arguments,
+                principal=principal,
+                session_id=session_id,
+                idempotency_key=idempotency_key,
+                timeout=timeout,
+                trace_id=trace_id,
+            )
+
+        return portal.call(_go)
+
+    def close_sync(self) -> None:
+        """``aclose`` for synchronous code; also stops the gate's loop thread."""
+        with self._portal_lock:
+            portal, cm = self._portal, self._portal_cm
+            self._portal = self._portal_cm = None
+        if portal is not None and cm is not None:
+            portal.call(self.aclose)
+            cm.__exit__(None, None, None)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close_sync()
+
+    def _sync_portal(self) -> BlockingPortal:
+        with self._portal_lock:
+            if self._portal is None:
+                self._portal_cm = start_blocking_portal(backend="asyncio")
+                self._portal = self._portal_cm.__enter__()
+            return self._portal
+
+    # introspection -----------------------------------------------------------
+    def tools(self, principal: Principal | None = None, *, builtin: bool = True) -> list[ToolSpec]:
+        """Tools in name order; with a principal, only those its scopes allow."""
+        specs = self.registry.specs(principal)
+        if not builtin:
+            specs = [s for s in specs if s.toolbox != BUILTIN_TOOLBOX]
+        return specs
+
+    async def audit(self, *, tail: int | None = None) -> list[AuditRecord]:
+        """Audit records, oldest first."""
+        await self.open()
+        return await self.store.list_audit(tail=tail)

@@ -1,0 +1,94 @@
+"""The governed call chain, composed in one place.
+
+This module holds the only code path that executes tools: every entry point
+(Python API, CLI, MCP server, agent loop, code mode) calls ``run``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from callgate.errors import ErrorKind
+from callgate.runtime import idempotency
+from callgate.runtime.call import Call
+from callgate.runtime.envelope import Envelope
+from callgate.runtime.recording import audit_record
+from callgate.runtime.stages.authorize import authorize
+from callgate.runtime.stages.classify import classify
+from callgate.runtime.stages.decide import decide
+from callgate.runtime.stages.execute import execute
+from callgate.runtime.stages.inject import inject
+from callgate.runtime.stages.normalize import normalize
+from callgate.runtime.stages.resolve import resolve
+from callgate.runtime.stages.shape import shape
+from callgate.runtime.stages.validate import validate
+
+Stage = Callable[[Call], Awaitable[Envelope | None]]
+
+STAGES: tuple[Stage, ...] = (
+    resolve,  # 1
+    validate,  # 2
+    inject,  # 3
+    authorize,  # 4
+    classify,  # 5
+    decide,  # 6
+    execute,  # 7
+    normalize,  # 8
+    shape,  # 9 (always ends the chain with the Envelope)
+)
+
+
+async def run(call: Call) -> Envelope:
+    """Run ``call`` through every stage, then record it (stage 10).
+
+    The Envelope is returned only once its audit record is durable. If the
+    caller is cancelled, the call is still recorded (as an unknown outcome when
+    a side effect may have started) before the cancellation propagates.
+    """
+    try:
+        envelope = await _stages(call)
+    except asyncio.CancelledError:
+        envelope = _cancelled(call)
+        await asyncio.shield(_record(call, envelope))
+        raise
+    except Exception as exc:
+        # A bug in a stage (not in a tool): still one Envelope, still audited.
+        call.detail["internal_error"] = f"{type(exc).__name__}: {exc}"[:2000]
+        envelope = call.fail(
+            ErrorKind.UNRECOVERABLE,
+            f"The gateway failed to process this call (reference {call.call_id}).",
+            detail_ref=call.call_id,
+        )
+    await asyncio.shield(_record(call, envelope))
+    return envelope
+
+
+async def _stages(call: Call) -> Envelope:
+    for stage in STAGES:
+        envelope = await stage(call)
+        if envelope is not None:
+            return envelope
+    raise RuntimeError("the shape stage must end the chain")  # pragma: no cover
+
+
+def _cancelled(call: Call) -> Envelope:
+    if call.intent_written:
+        return call.fail(
+            ErrorKind.UNKNOWN_OUTCOME,
+            "The call was cancelled while the tool was running; the change may or may not "
+            "have been made.",
+            next_step="Do not retry. Check the current state before doing anything else.",
+        )
+    return call.fail(
+        ErrorKind.TRANSIENT,
+        "The call was cancelled before it had any effect.",
+        retryable=True,
+    )
+
+
+async def _record(call: Call, envelope: Envelope) -> None:
+    try:
+        await call.services.committer.append(audit_record(call, phase="final", envelope=envelope))
+    finally:
+        await idempotency.finish(call, envelope)

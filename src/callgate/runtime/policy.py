@@ -1,0 +1,208 @@
+"""Policy: rules with CEL conditions that decide allow, deny or require_approval.
+
+Conditions are Common Expression Language (CEL) over four variables:
+
+- ``tool``: name, toolbox, risk, scopes, read_only, destructive, idempotent,
+  open_world, trusted, tags
+- ``args``: the exact arguments the tool would receive (trusted fields included)
+- ``principal``: user, tenant, scopes, roles, attributes
+- ``session``: id (empty string when the call has none)
+
+CEL is side-effect free and always terminates, so policy written by operators
+cannot hang or change the gate. All matching rules count and the strictest
+effect wins (deny, then require_approval, then allow); if none match, the
+policy's default applies. A condition that reads a key the call does not have
+(``args.amount`` for a tool without ``amount``) does not match, as in most
+policy languages; ``has(args.amount)`` tests for it explicitly. Any other
+evaluation failure fails closed: it counts as matched for a deny or
+require_approval rule and as not matched for an allow rule.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import cel
+
+from callgate.contract import Principal, RiskTier, ToolSpec
+
+
+class Effect(StrEnum):
+    ALLOW = "allow"
+    REQUIRE_APPROVAL = "require_approval"
+    DENY = "deny"
+
+
+_STRICTNESS = {Effect.ALLOW: 0, Effect.REQUIRE_APPROVAL: 1, Effect.DENY: 2}
+
+
+class PolicyError(ValueError):
+    """A rule is malformed (bad CEL, unknown effect or risk tier)."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Rule:
+    """One policy rule. Every given filter must match for the rule to apply.
+
+    Args:
+        effect: what happens when the rule matches.
+        when: a CEL condition (see module docs); None matches every call.
+        tools: glob patterns of tool names (``ops.*``); None matches every tool.
+        risk: risk tiers the rule applies to; None matches every tier.
+        reason: the text shown to the model (deny) or the approver.
+        name: an identifier for the audit; defaults to the rule's position.
+    """
+
+    effect: Effect
+    when: str | None = None
+    tools: tuple[str, ...] | None = None
+    risk: frozenset[RiskTier] | None = None
+    reason: str | None = None
+    name: str | None = None
+    _program: Any = field(default=None, repr=False, compare=False)
+
+    def __init__(
+        self,
+        effect: Effect | str,
+        *,
+        when: str | None = None,
+        tools: Iterable[str] | None = None,
+        risk: Iterable[RiskTier | str] | None = None,
+        reason: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        try:
+            eff = Effect(effect)
+            tiers = frozenset(RiskTier(r) for r in risk) if risk is not None else None
+        except ValueError as exc:
+            raise PolicyError(str(exc)) from None
+        program = None
+        if when is not None:
+            try:
+                program = cel.compile(when)
+            except (ValueError, RuntimeError) as exc:
+                raise PolicyError(f"rule {name or when!r}: invalid CEL condition: {exc}") from None
+        object.__setattr__(self, "effect", eff)
+        object.__setattr__(self, "when", when)
+        object.__setattr__(self, "tools", tuple(tools) if tools is not None else None)
+        object.__setattr__(self, "risk", tiers)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "_program", program)
+
+    def applies_to(self, spec: ToolSpec) -> bool:
+        """The cheap filters (tool name, risk) that need no CEL."""
+        if self.tools is not None and not any(
+            fnmatch.fnmatchcase(spec.name, pat) for pat in self.tools
+        ):
+            return False
+        return self.risk is None or spec.risk in self.risk
+
+    def evaluate(self, activation: Mapping[str, Any]) -> bool:
+        """Whether the condition holds.
+
+        Raises:
+            PolicyEvaluationError: the condition could not be evaluated.
+        """
+        if self._program is None:
+            return True
+        try:
+            result = self._program.execute(dict(activation))
+        except KeyError:
+            return False
+        except Exception as exc:  # the CEL runtime raises several exception types
+            raise PolicyEvaluationError(f"{type(exc).__name__}: {exc}") from None
+        if not isinstance(result, bool):
+            raise PolicyEvaluationError(
+                f"condition returned {type(result).__name__}, not a boolean"
+            )
+        return result
+
+
+class PolicyEvaluationError(RuntimeError):
+    """A CEL condition failed at evaluation time."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Verdict:
+    effect: Effect
+    reason: str | None
+    rule: str | None
+
+
+@dataclass(kw_only=True, frozen=True)
+class Policy:
+    """An ordered list of rules and a default effect."""
+
+    rules: tuple[Rule, ...] = ()
+    default: Effect = Effect.ALLOW
+
+    def __init__(self, rules: Sequence[Rule] = (), *, default: Effect | str = Effect.ALLOW) -> None:
+        object.__setattr__(self, "rules", tuple(rules))
+        object.__setattr__(self, "default", Effect(default))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Policy:
+        """Build from config (``{"default": ..., "rules": [{"effect": ..., "when": ...}]}``).
+
+        Raises:
+            PolicyError: a rule is malformed.
+        """
+        rules = []
+        for i, raw in enumerate(data.get("rules", [])):
+            if not isinstance(raw, Mapping) or "effect" not in raw:
+                raise PolicyError(f"rule #{i + 1} needs an 'effect'")
+            unknown = set(raw) - {"effect", "when", "tools", "risk", "reason", "name"}
+            if unknown:
+                raise PolicyError(f"rule #{i + 1}: unknown keys {sorted(unknown)}")
+            rules.append(Rule(**raw))
+        return cls(rules, default=data.get("default", Effect.ALLOW))
+
+    def decide(self, activation: Mapping[str, Any], spec: ToolSpec) -> Verdict:
+        best: Verdict | None = None
+        for index, rule in enumerate(self.rules):
+            if not rule.applies_to(spec):
+                continue
+            label = rule.name or f"rule#{index + 1}"
+            reason = rule.reason
+            try:
+                matched = rule.evaluate(activation)
+            except PolicyEvaluationError as exc:
+                matched = rule.effect is not Effect.ALLOW
+                reason = f"{reason or 'policy'} (condition of {label} could not be evaluated: {exc})"
+            if not matched:
+                continue
+            verdict = Verdict(effect=rule.effect, reason=reason, rule=label)
+            if best is None or _STRICTNESS[verdict.effect] > _STRICTNESS[best.effect]:
+                best = verdict
+                if best.effect is Effect.DENY:
+                    break
+        return best or Verdict(effect=self.default, reason=None, rule=None)
+
+
+def activation(
+    spec: ToolSpec, arguments: Mapping[str, Any], principal: Principal, session_id: str | None
+) -> dict[str, Any]:
+    """The variables CEL conditions see for one call."""
+    eff = spec.effective_annotations
+    return {
+        "tool": {
+            "name": spec.name,
+            "toolbox": spec.toolbox,
+            "risk": spec.risk.value,
+            "scopes": sorted(spec.scopes),
+            "read_only": bool(eff.read_only),
+            "destructive": bool(eff.destructive),
+            "idempotent": bool(eff.idempotent),
+            "open_world": bool(eff.open_world),
+            "trusted": spec.trusted_source,
+            "tags": sorted(spec.tags),
+        },
+        "args": dict(arguments),
+        "principal": principal.as_cel(),
+        "session": {"id": session_id or ""},
+    }

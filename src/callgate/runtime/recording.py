@@ -1,0 +1,47 @@
+"""Audit records built from a Call and its Envelope."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from callgate.runtime.call import Call
+from callgate.runtime.envelope import Envelope
+from callgate.store import AuditPhase, AuditRecord
+
+
+def audit_record(call: Call, *, phase: AuditPhase, envelope: Envelope | None = None) -> AuditRecord:
+    spec = call.spec
+    decision = call.decision
+    outcome = None
+    status = None
+    if envelope is not None:
+        status = envelope.status.value
+        outcome = envelope.error.kind.value if envelope.error else envelope.status.value
+    detail = dict(call.detail)
+    if envelope is not None and envelope.raw_ref:
+        detail["raw_ref"] = envelope.raw_ref
+    if envelope is not None and envelope.replayed:
+        detail["replay_of"] = envelope.call_id
+    return AuditRecord(
+        call_id=call.call_id,
+        phase=phase,
+        at=datetime.now(UTC),
+        trace_id=call.trace_id,
+        tool=spec.name if spec else call.tool_name,
+        user=call.principal.user,
+        tenant=call.principal.tenant,
+        session_id=call.session_id,
+        tool_version=spec.version if spec else None,
+        contract_hash=spec.contract_hash if spec else None,
+        args_hash=call.args_hash,
+        risk=spec.risk.value if spec else None,
+        decision=decision.effect if decision else None,
+        decision_reason=decision.reason if decision else None,
+        status=status,
+        outcome=outcome,
+        duration_ms=round(call.elapsed_ms, 3) if envelope is not None else None,
+        attempts=call.attempts,
+        idempotency_key=call.idempotency_key,
+        dropped_fields=tuple(call.dropped_fields),
+        detail=detail,
+    )

@@ -1,0 +1,50 @@
+"""What the stages of the chain share: the gate's collaborators and caches."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from callgate.contract import ToolSpec
+from callgate.runtime.call import Limits
+from callgate.runtime.envelope import Envelope
+from callgate.runtime.policy import Policy
+from callgate.runtime.registry import Registry
+from callgate.runtime.validation import ArgumentValidator
+from callgate.store import GroupCommitter, Store
+
+
+@dataclass(kw_only=True, frozen=True)
+class InFlight:
+    """A call with an idempotency key that is running in this process."""
+
+    args_hash: str
+    future: asyncio.Future[Envelope]
+
+
+@dataclass(kw_only=True)
+class Services:
+    registry: Registry
+    store: Store
+    committer: GroupCommitter
+    policy: Policy
+    limits: Limits
+    context: Mapping[str, Any] = field(default_factory=dict)
+    """Gate-wide trusted values (deployment, region, ...) for trusted fields."""
+    thread_limiter: anyio.CapacityLimiter = field(
+        default_factory=lambda: anyio.CapacityLimiter(40)
+    )
+    inflight: dict[str, InFlight] = field(default_factory=dict)
+    _validators: dict[str, ArgumentValidator] = field(default_factory=dict)
+
+    def validator_for(self, spec: ToolSpec) -> ArgumentValidator:
+        """The compiled validator of a tool, compiled once per contract version."""
+        key = f"{spec.name}@{spec.contract_hash}"
+        validator = self._validators.get(key)
+        if validator is None:
+            validator = self._validators[key] = ArgumentValidator(spec.input_schema)
+        return validator

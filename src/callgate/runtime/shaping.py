@@ -1,0 +1,111 @@
+"""Fit a payload into the model's budget: whole items first, text as a last resort.
+
+Sizes are estimated in tokens as JSON characters / 4: close enough for English
+and JSON, needs no tokenizer, and costs one ``json.dumps``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+CHARS_PER_TOKEN = 4
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def estimate_tokens(value: Any) -> int:
+    return -(-len(dumps(value)) // CHARS_PER_TOKEN)
+
+
+@dataclass(kw_only=True, frozen=True)
+class Page:
+    payload: Any
+    shown: int
+    total: int
+    unit: str
+    key: str | None
+    next_offset: int | None
+    """Where the next page starts; None when this page reaches the end."""
+
+
+def _largest_list_key(payload: dict[str, Any]) -> str | None:
+    best: str | None = None
+    best_len = -1
+    for key, value in payload.items():
+        if isinstance(value, list):
+            size = len(dumps(value))
+            if size > best_len:
+                best, best_len = key, size
+    return best
+
+
+def _take_items(items: list[Any], offset: int, budget: int) -> list[Any]:
+    taken: list[Any] = []
+    used = 2
+    for item in items[offset:]:
+        size = len(dumps(item)) + 1
+        if used + size > budget and taken:
+            break
+        if used + size > budget:
+            return []
+        taken.append(item)
+        used += size
+    return taken
+
+
+def page(payload: Any, *, offset: int, budget_chars: int, key: str | None, unit: str) -> Page:
+    """The page of ``payload`` starting at ``offset`` that fits ``budget_chars``."""
+    if unit == "items":
+        items = payload[key] if key is not None else payload
+        rest_size = len(dumps({k: v for k, v in payload.items() if k != key})) if key else 0
+        taken = _take_items(items, offset, max(budget_chars - rest_size, 0))
+        if taken or offset >= len(items):
+            shown_payload: Any = {**payload, key: taken} if key is not None else taken
+            end = offset + len(taken)
+            return Page(
+                payload=shown_payload,
+                shown=len(taken),
+                total=len(items),
+                unit="items",
+                key=key,
+                next_offset=end if end < len(items) else None,
+            )
+        # Not even one item fits: fall back to characters of the whole JSON text.
+        unit, offset, key = "chars", 0, None
+    text = dumps(payload)
+    chunk = text[offset : offset + budget_chars]
+    end = offset + len(chunk)
+    return Page(
+        payload=chunk,
+        shown=len(chunk),
+        total=len(text),
+        unit="chars",
+        key=None,
+        next_offset=end if end < len(text) else None,
+    )
+
+
+def first_page(payload: Any, budget_chars: int) -> Page | None:
+    """None when the payload fits; else its first page."""
+    if len(dumps(payload)) <= budget_chars:
+        return None
+    if isinstance(payload, list):
+        return page(payload, offset=0, budget_chars=budget_chars, key=None, unit="items")
+    if isinstance(payload, dict):
+        key = _largest_list_key(payload)
+        if key is not None:
+            return page(payload, offset=0, budget_chars=budget_chars, key=key, unit="items")
+    return page(payload, offset=0, budget_chars=budget_chars, key=None, unit="chars")
+
+
+def notice(pg: Page, cursor: str | None, reader: str) -> str:
+    what = "items" if pg.unit == "items" else "characters of the JSON text"
+    where = f" of '{pg.key}'" if pg.key else ""
+    text = f"truncated: showing {pg.shown:,} of {pg.total:,} {what}{where}"
+    if cursor:
+        text += f"; call {reader} with cursor {cursor!r} to read more"
+    return text + "."

@@ -1,0 +1,24 @@
+"""Stage 4: check the caller's scopes on every call, whatever a listing showed."""
+
+from __future__ import annotations
+
+from callgate.errors import ErrorKind
+from callgate.runtime.call import Call
+from callgate.runtime.envelope import Envelope
+
+
+async def authorize(call: Call) -> Envelope | None:
+    spec = call.spec
+    assert spec is not None
+    missing = sorted(spec.scopes - call.principal.scopes)
+    if not missing:
+        return None
+    needed = ", ".join(repr(s) for s in missing)
+    plural = "s" if len(missing) > 1 else ""
+    return call.fail(
+        ErrorKind.PERMISSION,
+        f"You are not allowed to call {spec.name}: it needs the scope{plural} {needed}, "
+        f"which {call.principal.user!r} does not have.",
+        next_step="Do not retry. Tell the user which permission is missing; an "
+        "administrator can grant it.",
+    )

@@ -1,0 +1,171 @@
+"""Stage 7: run the tool: idempotency, duplicate limit, intent record, timeout, retries."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import random
+import traceback
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import anyio
+
+from callgate.contract import ToolContext
+from callgate.errors import ErrorKind, ToolError, TransientError
+from callgate.runtime import idempotency
+from callgate.runtime.call import Call
+from callgate.runtime.envelope import Envelope
+from callgate.runtime.recording import audit_record
+
+
+def effective_timeout(call: Call) -> float:
+    """The tool's (or the caller's) timeout, never above the gate's hard maximum."""
+    assert call.spec is not None
+    limits = call.services.limits
+    wanted = call.timeout or call.spec.timeout or limits.default_timeout
+    return min(wanted, limits.max_timeout)
+
+
+async def execute(call: Call) -> Envelope | None:
+    spec = call.spec
+    assert spec is not None
+    services = call.services
+
+    if call.idempotency_key:
+        early = await idempotency.begin(call)
+        if early is not None:
+            return early
+
+    limit = services.limits.duplicate_call_limit
+    if call.session_id and limit and call.args_hash:
+        seen = await services.store.count_session_calls(call.session_id, spec.name, call.args_hash)
+        if seen >= limit:
+            return call.fail(
+                ErrorKind.BUSINESS_STATE,
+                f"{spec.name} was already called {seen} times in this session with exactly "
+                "these arguments and succeeded; calling it again will not give a different "
+                "answer.",
+                next_step="Use the result you already have, or change the arguments.",
+            )
+
+    # A side-effecting call leaves an intent record before it runs, so a crash
+    # between here and the outcome shows as 'outcome unknown', never as silence.
+    if not spec.effective_annotations.read_only:
+        await services.committer.append(audit_record(call, phase="intent"))
+        call.intent_written = True
+
+    timeout = effective_timeout(call)
+    session_spent: int | None = None
+    while True:
+        call.attempts += 1
+        outcome = await _attempt(call, timeout)
+        if not isinstance(outcome, _Failure):
+            call.payload = outcome
+            return None
+        retry = (
+            outcome.kind is ErrorKind.TRANSIENT
+            and spec.retry_safe
+            and call.attempts < services.limits.max_attempts
+        )
+        if retry and call.session_id:
+            # The session budget is read only when a retry is wanted: most calls never pay.
+            if session_spent is None:
+                session_spent = await services.store.session_retries(call.session_id)
+            retry = session_spent + call.attempts - 1 < services.limits.session_retry_budget
+            if not retry:
+                call.detail["retry"] = "session retry budget spent"
+        if not retry:
+            return outcome.envelope(call)
+        delay = min(
+            services.limits.backoff_max,
+            max(outcome.retry_after or 0.0, services.limits.backoff_base * 2 ** (call.attempts - 1)),
+        )
+        await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+
+
+class _Failure:
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        next_step: str | None = None,
+        retry_after: float | None = None,
+        detail_ref: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.message = message
+        self.next_step = next_step
+        self.retry_after = retry_after
+        self.detail_ref = detail_ref
+
+    def envelope(self, call: Call) -> Envelope:
+        return call.fail(
+            self.kind,
+            self.message,
+            next_step=self.next_step,
+            retryable=self.kind is ErrorKind.TRANSIENT,
+            detail_ref=self.detail_ref,
+        )
+
+
+async def _attempt(call: Call, timeout: float) -> Any:
+    spec = call.spec
+    assert spec is not None
+    ctx = ToolContext(
+        call_id=call.call_id,
+        trace_id=call.trace_id,
+        tool=spec.name,
+        principal=call.principal,
+        session_id=call.session_id,
+        idempotency_key=call.idempotency_key,
+        deadline=datetime.now(UTC) + timedelta(seconds=timeout),
+        attempt=call.attempts,
+    )
+    handler = spec.handler
+    try:
+        async with asyncio.timeout(timeout):
+            if handler.is_async:
+                return await handler.invoke(call.prepared, call.injected, ctx)
+            return await anyio.to_thread.run_sync(
+                functools.partial(handler.invoke, call.prepared, call.injected, ctx),
+                abandon_on_cancel=True,
+                limiter=call.services.thread_limiter,
+            )
+    except ToolError as exc:
+        call.detail.setdefault("errors", []).append(f"{type(exc).__name__}: {exc.message}")
+        return _Failure(
+            exc.kind,
+            exc.message,
+            next_step=exc.next_step,
+            retry_after=exc.retry_after if isinstance(exc, TransientError) else None,
+        )
+    except TimeoutError:
+        call.detail.setdefault("errors", []).append(f"timeout after {timeout:g}s")
+        if spec.retry_safe:
+            return _Failure(
+                ErrorKind.TRANSIENT,
+                f"{spec.name} did not answer within {timeout:g} seconds.",
+                next_step="Try again in a moment; if it keeps timing out, narrow the request.",
+            )
+        return _Failure(
+            ErrorKind.UNKNOWN_OUTCOME,
+            f"{spec.name} did not answer within {timeout:g} seconds. The change may or may "
+            "not have been made.",
+            next_step="Do not retry. First check the current state (with a read or status "
+            "tool) to see whether the change happened.",
+        )
+    except Exception as exc:
+        call.detail["exception"] = {
+            "type": f"{type(exc).__module__}.{type(exc).__qualname__}",
+            "message": str(exc)[:2000],
+            "traceback": traceback.format_exc(limit=30)[-8000:],
+        }
+        return _Failure(
+            ErrorKind.UNRECOVERABLE,
+            f"{spec.name} failed with an internal error (reference {call.call_id}).",
+            next_step="Do not retry. Tell the user the action could not be completed and "
+            f"give them the reference {call.call_id}.",
+            detail_ref=call.call_id,
+        )

@@ -1,0 +1,50 @@
+"""Stage 3: set trusted fields from the principal and context, never from the model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from callgate.errors import ErrorKind
+from callgate.runtime.call import Call, hash_json
+from callgate.runtime.envelope import Envelope
+
+_PRINCIPAL_SOURCES = {"tenant_id": "tenant", "tenant": "tenant", "user_id": "user", "user": "user"}
+
+
+def trusted_value(call: Call, source: str) -> Any:
+    """The server-side value for ``source``, or None when the caller has none."""
+    principal = call.principal
+    attr = _PRINCIPAL_SOURCES.get(source)
+    if attr == "tenant":
+        return principal.tenant
+    if attr == "user":
+        return principal.user
+    if source == "scopes":
+        return sorted(principal.scopes)
+    if source == "roles":
+        return sorted(principal.roles)
+    if source == "session_id":
+        return call.session_id
+    if source in principal.attributes:
+        return principal.attributes[source]
+    return call.services.context.get(source)
+
+
+async def inject(call: Call) -> Envelope | None:
+    spec = call.spec
+    assert spec is not None
+    for name, marker in spec.trusted_fields.items():
+        source = marker.source or name
+        value = trusted_value(call, source)
+        if value is None:
+            return call.fail(
+                ErrorKind.PERMISSION,
+                f"{spec.name} acts on behalf of a known {source.removesuffix('_id')}, and "
+                f"this call was made without one ({source!r} is set by the server from "
+                "the signed-in identity, not by you).",
+                next_step="Do not retry. Tell the user to sign in with an account that has "
+                f"a {source.removesuffix('_id')}.",
+            )
+        call.injected[name] = value
+    call.args_hash = hash_json(call.full_arguments())
+    return None

@@ -1,0 +1,22 @@
+"""Stage 1: find the tool; an unknown name is a construction error with close matches."""
+
+from __future__ import annotations
+
+from callgate.errors import ErrorKind
+from callgate.runtime.call import Call
+from callgate.runtime.envelope import Envelope
+from callgate.runtime.suggest import did_you_mean
+
+
+async def resolve(call: Call) -> Envelope | None:
+    spec = call.services.registry.get(call.tool_name)
+    if spec is not None:
+        call.spec = spec
+        return None
+    # Suggest only tools this caller could actually use.
+    names = [s.name for s in call.services.registry.specs(call.principal)]
+    return call.fail(
+        ErrorKind.CONSTRUCTION,
+        f"Unknown tool {call.tool_name!r}." + did_you_mean(call.tool_name, names),
+        next_step="Call a tool from the tool list, by its exact name.",
+    )

@@ -1,0 +1,134 @@
+"""The one persistence interface every part of callgate writes through.
+
+Everything a second gateway replica must see lives behind :class:`Store`: the
+audit trail, idempotency records and spilled (oversized) results now; previews,
+approvals, tasks and traces later. Two implementations ship: ``SQLStore``
+(SQLAlchemy 2 async: SQLite by default, PostgreSQL for several replicas) and
+``MemoryStore`` (a test double with the same semantics, no durability).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol, runtime_checkable
+
+AuditPhase = Literal["intent", "final"]
+"""``intent`` is written before a side-effecting tool runs, ``final`` once the call
+has an outcome. An intent without a final is a call whose outcome is unknown."""
+
+IdempotencyState = Literal["pending", "done"]
+
+
+@dataclass(kw_only=True, frozen=True)
+class AuditRecord:
+    """One append-only row of the audit trail.
+
+    ``seq`` is assigned by the store on append (0 before that); records are
+    returned in ``seq`` order, which is the order they became durable.
+    """
+
+    call_id: str
+    phase: AuditPhase
+    at: datetime
+    trace_id: str
+    tool: str
+    user: str | None = None
+    tenant: str | None = None
+    session_id: str | None = None
+    tool_version: str | None = None
+    contract_hash: str | None = None
+    args_hash: str | None = None
+    risk: str | None = None
+    decision: str | None = None
+    decision_reason: str | None = None
+    status: str | None = None
+    outcome: str | None = None
+    """``ok`` or an error kind (``construction``, ``permission``, ...)."""
+    duration_ms: float | None = None
+    attempts: int = 0
+    idempotency_key: str | None = None
+    dropped_fields: tuple[str, ...] = ()
+    """Trusted fields the model tried to set; their values were discarded."""
+    detail: dict[str, Any] = field(default_factory=dict)
+    """Operator-only detail (exception type and traceback, raw_ref, ...). Never
+    shown to the model."""
+    seq: int = 0
+
+
+@dataclass(kw_only=True, frozen=True)
+class IdempotencyRecord:
+    scope: str
+    """``tenant/tool/key``: keys never collide across tenants or tools."""
+    args_hash: str
+    call_id: str
+    state: IdempotencyState
+    created_at: datetime
+    expires_at: datetime
+    envelope: dict[str, Any] | None = None
+    """The Envelope (as JSON-able dict) once ``state == 'done'``."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class StoredResult:
+    """A full tool result kept so a truncated Envelope can be read on by cursor."""
+
+    ref: str
+    call_id: str
+    tool: str
+    tenant: str | None
+    user: str | None
+    content: Any
+    """The full, JSON-able payload."""
+    created_at: datetime
+    expires_at: datetime
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Persistence used by the gate. All methods are safe under concurrency."""
+
+    url: str
+
+    async def open(self) -> None:
+        """Connect and bring the schema up to date (idempotent)."""
+
+    async def close(self) -> None:
+        """Release connections. The store may be opened again."""
+
+    # audit -----------------------------------------------------------------
+    async def append_audit(self, records: Sequence[AuditRecord]) -> None:
+        """Append records in one transaction; durable when this returns."""
+
+    async def list_audit(
+        self, *, tail: int | None = None, call_id: str | None = None
+    ) -> list[AuditRecord]:
+        """Records oldest first; ``tail`` keeps the newest N."""
+
+    async def count_session_calls(self, session_id: str, tool: str, args_hash: str) -> int:
+        """How many ``final`` records with status ``ok`` the session has for this
+        tool and argument hash."""
+
+    async def session_retries(self, session_id: str) -> int:
+        """Retries spent in the session so far: sum of ``attempts - 1`` over its
+        ``final`` records."""
+
+    # idempotency -----------------------------------------------------------
+    async def claim_idempotency(self, record: IdempotencyRecord) -> IdempotencyRecord | None:
+        """Insert ``record`` (state ``pending``) unless a live record for its
+        scope exists. Returns None when the claim succeeded, else the existing
+        record. Expired records are replaced."""
+
+    async def complete_idempotency(self, scope: str, envelope: dict[str, Any]) -> None:
+        """Mark the scope's record ``done`` with the Envelope every later caller gets."""
+
+    async def get_idempotency(self, scope: str) -> IdempotencyRecord | None:
+        """The live record for ``scope`` or None (expired records count as absent)."""
+
+    # spilled results --------------------------------------------------------
+    async def put_result(self, result: StoredResult) -> None:
+        """Keep a full result. ``ref`` is unique."""
+
+    async def get_result(self, ref: str) -> StoredResult | None:
+        """The stored result, or None if unknown or expired."""
