@@ -122,7 +122,13 @@ def spec_from_function(
     full_name = qualify(toolbox, local)
     doc_text, arg_docs = parse_docstring(inspect.getdoc(fn))
     signature = inspect.signature(fn)
-    hints = typing.get_type_hints(fn, include_extras=True)
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except NameError as exc:
+        raise TypeError(
+            f"tool {full_name!r}: a type hint cannot be resolved ({exc}); define the types "
+            "it uses at module level"
+        ) from exc
 
     fields: dict[str, Any] = {}
     trusted: dict[str, TrustedField] = {}

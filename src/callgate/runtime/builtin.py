@@ -59,10 +59,12 @@ def builtin_toolbox(store: Store, limits: Limits) -> Toolbox:
                 "That result belongs to another tenant.",
                 next_step="Do not retry; use results of your own calls.",
             )
+        budget = limits.max_result_tokens * CHARS_PER_TOKEN
         pg = page(
             stored.content,
             offset=parsed.offset,
-            budget_chars=limits.max_result_tokens * CHARS_PER_TOKEN - 400,
+            # Leave room for the page's own fields so the whole answer fits too.
+            budget_chars=budget - min(400, budget // 4),
             key=parsed.key,
             unit=parsed.unit,
         )
@@ -79,7 +81,7 @@ def builtin_toolbox(store: Store, limits: Limits) -> Toolbox:
             shown=pg.shown,
             total=pg.total,
             next_cursor=next_cursor,
-            notice=notice(pg, next_cursor, f"{BUILTIN_TOOLBOX}.read_more")
+            notice=notice(pg, None, "") + " Pass next_cursor to read on."
             if next_cursor
             else f"end of result: items {parsed.offset:,} to {parsed.offset + pg.shown:,} "
             f"of {pg.total:,} shown.",

@@ -19,7 +19,9 @@ async def shape(call: Call) -> Envelope | None:
     assert spec is not None
     limits = call.services.limits
     budget = limits.max_result_tokens * CHARS_PER_TOKEN
-    pg = first_page(call.payload, budget)
+    # read_more sizes its own pages to the budget; truncating a page again would
+    # hand out a cursor into a page instead of into the result.
+    pg = None if spec.name == READ_MORE_TOOL else first_page(call.payload, budget)
     if pg is None:
         return call.envelope(Status.OK, payload=call.payload)
     ref = "res_" + secrets.token_urlsafe(16)

@@ -1,0 +1,66 @@
+"""Gates over every store kind, for the runtime tests."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from callgate import Gate, Principal, Toolbox
+from callgate.store import MemoryStore, SQLStore, Store
+from callgate.store.sql import create_engine
+
+POSTGRES_URL = os.environ.get(
+    "CALLGATE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+
+ALICE = Principal(user="alice", tenant="acme", scopes={"r", "w"})
+
+GateFactory = Callable[..., Gate]
+
+
+async def drop_schema(schema: str) -> None:
+    engine = create_engine(POSTGRES_URL)
+    try:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def store_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def make_gate(
+    store_kind: str, tmp_path: Path, anyio_backend: str
+) -> AsyncIterator[GateFactory]:
+    """Build gates on the parametrized store; all are closed after the test."""
+    gates: list[Gate] = []
+    schemas: list[str] = []
+
+    def factory(toolboxes: Iterable[Toolbox], **options: Any) -> Gate:
+        store: Store
+        if store_kind == "memory":
+            store = MemoryStore()
+        elif store_kind == "sqlite":
+            store = SQLStore(f"sqlite:///{tmp_path / f'gate{len(gates)}.db'}")
+        else:
+            schema = f"test_rt_{uuid.uuid4().hex[:12]}"
+            schemas.append(schema)
+            store = SQLStore(POSTGRES_URL, schema=schema)
+        gate = Gate(toolboxes, store=store, **options)
+        gates.append(gate)
+        return gate
+
+    yield factory
+    for gate in gates:
+        await gate.aclose()
+    for schema in schemas:
+        await drop_schema(schema)

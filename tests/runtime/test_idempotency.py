@@ -1,0 +1,93 @@
+"""Idempotency keys: one effect, one Envelope, whoever asks and however often."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from callgate import ErrorKind, Principal, Status
+
+from .conftest import ALICE, GateFactory
+from .tools import Counters, build
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_fifty_concurrent_calls_with_one_key_run_once(make_gate: GateFactory) -> None:
+    counters = Counters()
+    results = []
+    async with make_gate([build(counters)]) as gate:
+
+        async def one() -> None:
+            results.append(
+                await gate.call(
+                    "t.transfer", {"amount": 5, "to": "bob"}, principal=ALICE, idempotency_key="k1"
+                )
+            )
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                for _ in range(50):
+                    tg.start_soon(one)
+        records = await gate.audit()
+    assert counters.runs["transfer"] == 1
+    assert len(results) == 50
+    assert {r.status for r in results} == {Status.OK}
+    assert {r.call_id for r in results} == {results[0].call_id}  # the same Envelope
+    assert {r.model_dump_json(exclude={"replayed"}) for r in results} == {
+        results[0].model_dump_json(exclude={"replayed"})
+    }
+    assert sum(not r.replayed for r in results) == 1
+    finals = [r for r in records if r.phase == "final"]
+    assert len(finals) == 50  # every caller is audited
+    assert sum(1 for r in records if r.phase == "intent") == 1
+
+
+async def test_same_key_later_returns_the_stored_envelope(make_gate: GateFactory) -> None:
+    counters = Counters()
+    async with make_gate([build(counters)]) as gate:
+        first = await gate.call(
+            "t.transfer", {"amount": 5, "to": "bob"}, principal=ALICE, idempotency_key="k"
+        )
+        again = await gate.call(
+            "t.transfer", {"to": "bob", "amount": 5}, principal=ALICE, idempotency_key="k"
+        )
+    assert counters.runs["transfer"] == 1
+    assert again.replayed and again.call_id == first.call_id and again.payload == first.payload
+
+
+async def test_same_key_with_other_arguments_is_refused(make_gate: GateFactory) -> None:
+    counters = Counters()
+    async with make_gate([build(counters)]) as gate:
+        await gate.call("t.transfer", {"amount": 5, "to": "bob"}, principal=ALICE, idempotency_key="k")
+        other = await gate.call(
+            "t.transfer", {"amount": 500, "to": "bob"}, principal=ALICE, idempotency_key="k"
+        )
+    assert other.error is not None and other.error.kind is ErrorKind.CONSTRUCTION
+    assert "different request" in other.error.message_for_model
+    assert counters.runs["transfer"] == 1
+
+
+async def test_keys_are_scoped_by_tenant(make_gate: GateFactory) -> None:
+    counters = Counters()
+    bob = Principal(user="bob", tenant="globex", scopes={"w"})
+    async with make_gate([build(counters)]) as gate:
+        await gate.call("t.transfer", {"amount": 5, "to": "x"}, principal=ALICE, idempotency_key="k")
+        await gate.call("t.transfer", {"amount": 5, "to": "x"}, principal=bob, idempotency_key="k")
+    assert counters.runs["transfer"] == 2
+
+
+async def test_key_survives_a_new_gate_on_the_same_store(make_gate: GateFactory, store_kind: str) -> None:
+    if store_kind == "memory":
+        pytest.skip("a memory store does not outlive its gate")
+    counters = Counters()
+    gate = make_gate([build(counters)])
+    async with gate:
+        first = await gate.call(
+            "t.transfer", {"amount": 5, "to": "bob"}, principal=ALICE, idempotency_key="k"
+        )
+    async with gate:  # reopened: a restart of the process would look the same
+        again = await gate.call(
+            "t.transfer", {"amount": 5, "to": "bob"}, principal=ALICE, idempotency_key="k"
+        )
+    assert counters.runs["transfer"] == 1 and again.call_id == first.call_id

@@ -1,0 +1,75 @@
+"""Oversized results: an explicit notice, and the rest readable by cursor."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from callgate import ErrorKind, Limits, Principal, Status
+
+from .conftest import ALICE, GateFactory
+from .tools import Counters, build
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_five_megabytes_are_truncated_and_fully_readable(make_gate: GateFactory) -> None:
+    n = 50_000  # ~5 MB of rows
+    async with make_gate([build(Counters())], limits=Limits(max_result_tokens=20_000)) as gate:
+        env = await gate.call("t.rows", {"n": n, "width": 80}, principal=ALICE)
+        assert env.status is Status.OK and env.truncated is not None
+        assert len(json.dumps(env.payload, separators=(",", ":"))) <= 20_000 * 4
+        t = env.truncated
+        assert t.unit == "items" and t.total == n and 0 < t.shown < n
+        assert f"showing {t.shown:,} of {n:,} items" in t.notice
+        assert t.cursor and t.cursor in t.notice and "callgate.read_more" in t.notice
+        assert env.raw_ref
+
+        seen = list(env.payload)
+        cursor: str | None = t.cursor
+        pages = 0
+        while cursor:
+            page = await gate.read_more(cursor, principal=ALICE)
+            assert page.status is Status.OK, page.error
+            assert page.truncated is None  # a page always fits
+            seen.extend(page.payload["items"])
+            cursor = page.payload["next_cursor"]
+            pages += 1
+        assert pages > 1
+    assert [row["i"] for row in seen] == list(range(n))
+
+
+async def test_one_long_string_is_cut_by_characters(make_gate: GateFactory) -> None:
+    async with make_gate([build(Counters())], limits=Limits(max_result_tokens=100)) as gate:
+        env = await gate.call("t.blob", {"n": 1000}, principal=ALICE)
+        assert env.truncated is not None and env.truncated.unit == "chars"
+        assert env.truncated.total == 1002  # the JSON text, quotes included
+        text = env.payload
+        cursor = env.truncated.cursor
+        while cursor:
+            rest = await gate.read_more(cursor, principal=ALICE)
+            assert rest.ok and rest.truncated is None
+            text += rest.payload["items"]
+            cursor = rest.payload["next_cursor"]
+    assert text == json.dumps("y" * 1000)
+
+
+async def test_small_results_are_untouched() -> None:
+    from callgate import Gate
+    from callgate.store import MemoryStore
+
+    async with Gate([build(Counters())], store=MemoryStore()) as gate:
+        env = await gate.call("t.rows", {"n": 3}, principal=ALICE)
+    assert env.truncated is None and env.raw_ref is None and len(env.payload) == 3
+
+
+async def test_cursor_of_another_tenant_is_refused(make_gate: GateFactory) -> None:
+    async with make_gate([build(Counters())], limits=Limits(max_result_tokens=100)) as gate:
+        env = await gate.call("t.rows", {"n": 100}, principal=ALICE)
+        assert env.truncated is not None and env.truncated.cursor
+        mallory = Principal(user="mallory", tenant="globex")
+        stolen = await gate.read_more(env.truncated.cursor, principal=mallory)
+        forged = await gate.read_more("not-a-cursor", principal=ALICE)
+    assert stolen.error is not None and stolen.error.kind is ErrorKind.PERMISSION
+    assert forged.error is not None and forged.error.kind is ErrorKind.CONSTRUCTION
