@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from callgate import RiskTier, ToolContext, Toolbox, Trusted, TrustedField, tool
+from callgate import RiskTier, Toolbox, ToolContext, Trusted, TrustedField, tool
 from callgate.contract import InvalidToolName, check_tool_name
 from callgate.contract.toolbox import DuplicateTool
 
@@ -82,9 +82,7 @@ def test_property_named_title_is_kept() -> None:
     assert spec.output_schema is None
 
 
-@pytest.mark.parametrize(
-    "name", ["", "a" * 129, "has space", "semi;colon", "ünï", "slash/name"]
-)
+@pytest.mark.parametrize("name", ["", "a" * 129, "has space", "semi;colon", "ünï", "slash/name"])
 def test_invalid_names_are_refused(name: str) -> None:
     with pytest.raises(InvalidToolName):
         check_tool_name(name)

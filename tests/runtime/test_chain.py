@@ -260,7 +260,9 @@ async def test_duplicate_calls_in_a_session_are_refused(make_gate: GateFactory) 
             assert (await gate.call("t.status", args, principal=ALICE, session_id="s")).ok
         third = await gate.call("t.status", args, principal=ALICE, session_id="s")
         other_session = await gate.call("t.status", args, principal=ALICE, session_id="s2")
-        other_args = await gate.call("t.status", {"deploy_id": "D-9"}, principal=ALICE, session_id="s")
+        other_args = await gate.call(
+            "t.status", {"deploy_id": "D-9"}, principal=ALICE, session_id="s"
+        )
     assert third.error is not None and third.error.kind is ErrorKind.BUSINESS_STATE
     assert "already" in third.error.message_for_model
     assert "result you already have" in (third.error.next_step or "")
@@ -273,7 +275,9 @@ async def test_policy_deny_and_require_approval(make_gate: GateFactory) -> None:
     counters = Counters()
     policy = Policy(
         [
-            Rule("deny", when="args.to == 'mallory'", reason="mallory is blocked", name="no-mallory"),
+            Rule(
+                "deny", when="args.to == 'mallory'", reason="mallory is blocked", name="no-mallory"
+            ),
             Rule("require_approval", when="args.amount > 1000", reason="large transfer"),
             Rule("allow", when="args.amount > 5000"),
         ]

@@ -59,7 +59,9 @@ async def test_same_key_later_returns_the_stored_envelope(make_gate: GateFactory
 async def test_same_key_with_other_arguments_is_refused(make_gate: GateFactory) -> None:
     counters = Counters()
     async with make_gate([build(counters)]) as gate:
-        await gate.call("t.transfer", {"amount": 5, "to": "bob"}, principal=ALICE, idempotency_key="k")
+        await gate.call(
+            "t.transfer", {"amount": 5, "to": "bob"}, principal=ALICE, idempotency_key="k"
+        )
         other = await gate.call(
             "t.transfer", {"amount": 500, "to": "bob"}, principal=ALICE, idempotency_key="k"
         )
@@ -72,12 +74,16 @@ async def test_keys_are_scoped_by_tenant(make_gate: GateFactory) -> None:
     counters = Counters()
     bob = Principal(user="bob", tenant="globex", scopes={"w"})
     async with make_gate([build(counters)]) as gate:
-        await gate.call("t.transfer", {"amount": 5, "to": "x"}, principal=ALICE, idempotency_key="k")
+        await gate.call(
+            "t.transfer", {"amount": 5, "to": "x"}, principal=ALICE, idempotency_key="k"
+        )
         await gate.call("t.transfer", {"amount": 5, "to": "x"}, principal=bob, idempotency_key="k")
     assert counters.runs["transfer"] == 2
 
 
-async def test_key_survives_a_new_gate_on_the_same_store(make_gate: GateFactory, store_kind: str) -> None:
+async def test_key_survives_a_new_gate_on_the_same_store(
+    make_gate: GateFactory, store_kind: str
+) -> None:
     if store_kind == "memory":
         pytest.skip("a memory store does not outlive its gate")
     counters = Counters()

@@ -166,7 +166,7 @@ def spec_from_function(
             ),
         )
 
-    args_model = pydantic.create_model(  # type: ignore[call-overload]
+    args_model = pydantic.create_model(
         f"{fn.__name__}_arguments",
         __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
         **fields,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+
 def clean_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """Drop the ``title`` entries pydantic derives from Python names.
 
@@ -26,4 +27,3 @@ def _clean(node: Any, *, in_properties: bool = False) -> Any:
     if isinstance(node, list):
         return [_clean(item) for item in node]
     return node
-

@@ -27,7 +27,8 @@ class ToolHandler(Protocol):
     ``invoke`` is run in a worker thread.
     """
 
-    is_async: bool
+    @property
+    def is_async(self) -> bool: ...
 
     def prepare(self, arguments: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]: ...
 

@@ -101,7 +101,9 @@ class Toolbox:
         private_data: bool = False,
         tags: Iterable[str] = (),
     ) -> Callable[[F], F]: ...
-    def tool(self, fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+    def tool(  # type: ignore[misc]  # mypy mis-reads the keyword-only overload
+        self, fn: F | None = None, /, **options: Any
+    ) -> F | Callable[[F], F]:
         """Register a function as a tool of this toolbox (usable bare or with options)."""
 
         def register(func: F) -> F:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from callgate.contract import ToolContext, Toolbox
+from callgate.contract import Toolbox, ToolContext
 from callgate.errors import ConstructionError, PermissionDenied
 from callgate.runtime.call import Limits
 from callgate.runtime.cursor import BadCursor, Cursor

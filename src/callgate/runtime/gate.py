@@ -75,7 +75,8 @@ class Gate:
         context: Mapping[str, Any] | None = None,
     ) -> None:
         self.store: Store = (
-            store if store is not None and not isinstance(store, str)
+            store
+            if store is not None and not isinstance(store, str)
             else store_from_url(store or default_store_url())
         )
         self.limits = limits or Limits()

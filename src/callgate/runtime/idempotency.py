@@ -128,9 +128,7 @@ async def finish(call: Call, envelope: Envelope) -> None:
     entry = call.services.inflight.pop(scope, None)
     try:
         if call.idempotency_owner:
-            await call.services.store.complete_idempotency(
-                scope, envelope.model_dump(mode="json")
-            )
+            await call.services.store.complete_idempotency(scope, envelope.model_dump(mode="json"))
     finally:
         if entry is not None and not entry.future.done():
             entry.future.set_result(envelope)

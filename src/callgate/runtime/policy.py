@@ -173,7 +173,9 @@ class Policy:
                 matched = rule.evaluate(activation)
             except PolicyEvaluationError as exc:
                 matched = rule.effect is not Effect.ALLOW
-                reason = f"{reason or 'policy'} (condition of {label} could not be evaluated: {exc})"
+                reason = (
+                    f"{reason or 'policy'} (condition of {label} could not be evaluated: {exc})"
+                )
             if not matched:
                 continue
             verdict = Verdict(effect=rule.effect, reason=reason, rule=label)

@@ -35,9 +35,7 @@ class Services:
     limits: Limits
     context: Mapping[str, Any] = field(default_factory=dict)
     """Gate-wide trusted values (deployment, region, ...) for trusted fields."""
-    thread_limiter: anyio.CapacityLimiter = field(
-        default_factory=lambda: anyio.CapacityLimiter(40)
-    )
+    thread_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(40))
     inflight: dict[str, InFlight] = field(default_factory=dict)
     _validators: dict[str, ArgumentValidator] = field(default_factory=dict)
 

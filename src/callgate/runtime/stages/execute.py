@@ -79,7 +79,9 @@ async def execute(call: Call) -> Envelope | None:
             return outcome.envelope(call)
         delay = min(
             services.limits.backoff_max,
-            max(outcome.retry_after or 0.0, services.limits.backoff_base * 2 ** (call.attempts - 1)),
+            max(
+                outcome.retry_after or 0.0, services.limits.backoff_base * 2 ** (call.attempts - 1)
+            ),
         )
         await asyncio.sleep(delay * random.uniform(0.5, 1.0))
 

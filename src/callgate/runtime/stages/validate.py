@@ -33,8 +33,7 @@ async def validate(call: Call) -> Envelope | None:
             return call.fail(
                 ErrorKind.CONSTRUCTION,
                 f"The arguments are not valid JSON ({exc.msg} at line {exc.lineno} "
-                f"column {exc.colno}). Send one JSON object of named arguments."
-                + _example(call),
+                f"column {exc.colno}). Send one JSON object of named arguments." + _example(call),
             )
     if not isinstance(args, dict):
         return call.fail(

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole suite: lint, format check, strict type check, then every test
+# (unit, end-to-end, SQLite and PostgreSQL at 127.0.0.1:5432 database `test`).
+set -euo pipefail
+CALLGATE_EXTRAS=dev source "$(dirname "$0")/_env.sh"
+
+# PostgreSQL is started by the machine; start it if it is installed but down.
+if command -v pg_isready >/dev/null && ! pg_isready -q -h 127.0.0.1 -p 5432; then
+    if command -v pg_ctlcluster >/dev/null; then
+        pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start || true
+    fi
+fi
+
+echo "== ruff check"
+.venv/bin/ruff check src tests benchmarks
+echo "== ruff format --check"
+.venv/bin/ruff format --check src tests benchmarks
+echo "== mypy (strict)"
+.venv/bin/mypy
+echo "== pytest"
+exec .venv/bin/python -m pytest "$@"
