@@ -384,3 +384,26 @@ async def test_refused_calls_are_audited_too(make_gate: GateFactory) -> None:
     assert [r.outcome for r in records] == ["construction", "construction", "permission"]
     assert [r.tool for r in records] == ["t.nope", "t.status", "t.transfer"]
     assert tail == records[-1:]
+
+
+async def test_pattern_errors_describe_the_expected_format() -> None:
+    async with memory_gate() as gate:
+        env = await gate.call("t.notify", {"to": ["a@b.example", "bob at acme"]}, principal=ALICE)
+    assert env.error is not None
+    assert env.error.message_for_model == (
+        "Argument 'to[1]': \"bob at acme\" is not in the expected format. "
+        "Expected: Recipients, as name@domain addresses."
+    )
+
+
+async def test_missing_principal_attribute_fails_closed() -> None:
+    policy = Policy(
+        [Rule("deny", when="principal.attributes.clearance != 'high'", reason="needs clearance")]
+    )
+    async with memory_gate(policy=policy) as gate:
+        env = await gate.call("t.status", {"deploy_id": "D-1"}, principal=ALICE)
+        cleared = Principal(user="c", tenant="acme", scopes={"r"}, attributes={"clearance": "high"})
+        ok = await gate.call("t.status", {"deploy_id": "D-1"}, principal=cleared)
+    assert env.error is not None and env.error.kind is ErrorKind.PERMISSION
+    assert "needs clearance" in env.error.message_for_model
+    assert ok.ok

@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
 import anyio
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from callgate import (
     BusinessStateError,
@@ -140,5 +140,15 @@ def build(counters: Counters) -> Toolbox:
             counters.started.set()
         await anyio.sleep(ms / 1000)
         return "done"
+
+    @box.tool(read_only=True)
+    def notify(
+        to: Annotated[
+            list[Annotated[str, Field(pattern=r"^[^@\s]+@[^@\s]+$")]],
+            Field(description="Recipients, as name@domain addresses"),
+        ],
+    ) -> int:
+        """Count recipients."""
+        return len(to)
 
     return box

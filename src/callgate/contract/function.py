@@ -20,7 +20,7 @@ from callgate.contract.annotations import RiskTier, ToolAnnotations
 from callgate.contract.context import ToolContext, TrustedField
 from callgate.contract.docstrings import parse_docstring
 from callgate.contract.naming import qualify
-from callgate.contract.schema import clean_schema
+from callgate.contract.schema import clean_schema, without_required
 from callgate.contract.spec import ConciseView, ToolSpec
 
 RESPONSE_FORMAT = "response_format"
@@ -147,10 +147,11 @@ def spec_from_function(
             trusted[param.name] = marker
             continue
         default = PydanticUndefined if param.default is param.empty else param.default
-        fields[param.name] = (
-            annotation,
-            Field(default=default, description=arg_docs.get(param.name)),
-        )
+        # Only pass a docstring description: None would erase one given by
+        # ``Annotated[..., Field(description=...)]``.
+        doc = arg_docs.get(param.name)
+        extra = {"description": doc} if doc else {}
+        fields[param.name] = (annotation, Field(default=default, **extra))
 
     concise_view = _concise_view(concise)
     accepts_response_format = RESPONSE_FORMAT in fields
@@ -178,6 +179,9 @@ def spec_from_function(
         if return_adapter is not None
         else None
     )
+    if output_schema is not None and concise_view is not None:
+        # The concise view leaves fields out: both forms must satisfy the schema.
+        output_schema = without_required(output_schema)
     handler = FunctionHandler(
         fn=fn,
         args_model=args_model,

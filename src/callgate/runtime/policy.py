@@ -11,16 +11,21 @@ Conditions are Common Expression Language (CEL) over four variables:
 CEL is side-effect free and always terminates, so policy written by operators
 cannot hang or change the gate. All matching rules count and the strictest
 effect wins (deny, then require_approval, then allow); if none match, the
-policy's default applies. A condition that reads a key the call does not have
-(``args.amount`` for a tool without ``amount``) does not match, as in most
-policy languages; ``has(args.amount)`` tests for it explicitly. Any other
-evaluation failure fails closed: it counts as matched for a deny or
-require_approval rule and as not matched for an allow rule.
+policy's default applies.
+
+A rule whose condition reads an argument the tool does not declare
+(``args.amount`` for a tool without ``amount``) does not apply to that tool, so
+one rule can speak about every tool that has an amount. Otherwise policy fails
+closed: a condition that cannot be evaluated (a missing attribute such as
+``principal.attributes.domain``, a type error) counts as matched for a deny or
+require_approval rule and as not matched for an allow rule; ``has(...)`` tests
+for optional keys explicitly.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -29,6 +34,14 @@ from typing import Any
 import cel
 
 from callgate.contract import Principal, RiskTier, ToolSpec
+
+
+_ARG_REF = re.compile(r"\bargs\.([A-Za-z_][A-Za-z0-9_]*)|\bargs\[\s*[\"']([^\"']+)[\"']\s*\]")
+
+
+def referenced_args(condition: str) -> frozenset[str]:
+    """Top-level argument names a CEL condition reads (``args.x`` or ``args["x"]``)."""
+    return frozenset(a or b for a, b in _ARG_REF.findall(condition))
 
 
 class Effect(StrEnum):
@@ -64,6 +77,7 @@ class Rule:
     reason: str | None = None
     name: str | None = None
     _program: Any = field(default=None, repr=False, compare=False)
+    _args: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     def __init__(
         self,
@@ -93,9 +107,12 @@ class Rule:
         object.__setattr__(self, "reason", reason)
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "_program", program)
+        object.__setattr__(self, "_args", referenced_args(when) if when else frozenset())
 
     def applies_to(self, spec: ToolSpec) -> bool:
-        """The cheap filters (tool name, risk) that need no CEL."""
+        """The cheap filters (tool name, risk, arguments read) that need no CEL."""
+        if self._args and not self._args <= _declared(spec):
+            return False
         if self.tools is not None and not any(
             fnmatch.fnmatchcase(spec.name, pat) for pat in self.tools
         ):
@@ -112,8 +129,6 @@ class Rule:
             return True
         try:
             result = self._program.execute(dict(activation))
-        except KeyError:
-            return False
         except Exception as exc:  # the CEL runtime raises several exception types
             raise PolicyEvaluationError(f"{type(exc).__name__}: {exc}") from None
         if not isinstance(result, bool):
@@ -121,6 +136,11 @@ class Rule:
                 f"condition returned {type(result).__name__}, not a boolean"
             )
         return result
+
+
+def _declared(spec: ToolSpec) -> set[str]:
+    props = spec.input_schema.get("properties", {})
+    return {*props, *spec.trusted_fields}
 
 
 class PolicyEvaluationError(RuntimeError):

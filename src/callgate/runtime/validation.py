@@ -120,7 +120,26 @@ class ArgumentValidator:
                 f"{where}: expected {expected}, got {json_type(err.instance)} "
                 f"{_short(err.instance)}."
             )
+        if kind in ("Pattern", "Format"):
+            described = self._described_at(err.schema_path)
+            expected = f" Expected: {described}" if described else ""
+            return f"{where}: {_short(err.instance)[1:-1]} is not in the expected format.{expected}"
         return f"{where}: {err.message}."
+
+    def _described_at(self, schema_path: Sequence[str | int]) -> str | None:
+        """The nearest description at or above the failing keyword (items inherit
+        their array's)."""
+        path = list(schema_path)[:-1]
+        while True:
+            node = self._subschema([*path, "_"])
+            if "$ref" in node:
+                node = self._resolve(node["$ref"])
+            desc = node.get("description")
+            if isinstance(desc, str):
+                return desc.rstrip(".") + "."
+            if not path:
+                return None
+            path.pop()
 
 
 def _short(value: Any) -> str:

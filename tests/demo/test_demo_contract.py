@@ -1,0 +1,116 @@
+"""The demo's contracts: names, scopes, risk, schemas and examples others build on."""
+
+from __future__ import annotations
+
+import pytest
+
+from callgate import Effect, Gate, Principal, RiskTier, Status, ToolSpec
+from callgate.demo import demo_policy, toolboxes
+from callgate.store import MemoryStore
+
+EXPECTED = {
+    "ops.campaign_set_budget": ("campaigns:write", RiskTier.WRITE_IDEMPOTENT),
+    "ops.campaigns_find": ("campaigns:read", RiskTier.READ),
+    "ops.deploy_rollback": ("deploy:rollback", RiskTier.WRITE_HIGH_RISK),
+    "ops.deploy_status": ("deploy:read", RiskTier.READ),
+    "ops.notes_read": ("notes:read", RiskTier.READ),
+    "ops.notes_search": ("notes:read", RiskTier.READ),
+    "ops.send_email": ("email:send", RiskTier.WRITE_HIGH_RISK),
+}
+
+
+def _specs() -> dict[str, ToolSpec]:
+    (box,) = toolboxes()
+    return {spec.name: spec for spec in box}
+
+
+def test_one_ops_toolbox_with_the_specified_tools_scopes_and_risk() -> None:
+    boxes = toolboxes()
+    assert [box.name for box in boxes] == ["ops"]
+    specs = _specs()
+    assert sorted(specs) == sorted(EXPECTED)
+    for name, (scope, risk) in EXPECTED.items():
+        assert specs[name].scopes == {scope}, name
+        assert specs[name].risk is risk, name
+
+
+def test_annotations_match_the_spec() -> None:
+    specs = _specs()
+    email = specs["ops.send_email"].effective_annotations
+    assert (email.open_world, email.destructive, email.idempotent) == (True, False, False)
+    rollback = specs["ops.deploy_rollback"].effective_annotations
+    assert (rollback.destructive, rollback.idempotent, rollback.open_world) == (True, False, False)
+    budget = specs["ops.campaign_set_budget"].effective_annotations
+    assert (budget.idempotent, budget.destructive, budget.open_world) == (True, False, False)
+    assert specs["ops.notes_search"].private_data
+    assert specs["ops.notes_read"].private_data
+    assert not specs["ops.campaigns_find"].private_data
+
+
+def test_trusted_fields_are_not_in_the_model_facing_schema() -> None:
+    specs = _specs()
+    for spec in specs.values():
+        assert spec.trusted_fields, spec.name
+        for trusted in spec.trusted_fields:
+            assert trusted not in spec.input_schema["properties"], spec.name
+    assert set(specs["ops.deploy_rollback"].trusted_fields) == {"tenant_id", "user_id"}
+    assert set(specs["ops.send_email"].trusted_fields) == {"user_id"}
+
+
+def test_only_campaigns_find_offers_concise_and_detailed() -> None:
+    specs = _specs()
+    with_format = [n for n, s in specs.items() if "response_format" in s.input_schema["properties"]]
+    assert with_format == ["ops.campaigns_find"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+async def test_every_input_example_runs_through_the_gate(
+    name: str, alice: Principal, anyio_backend: str
+) -> None:
+    (box,) = toolboxes()
+    spec = box.get(name)
+    assert spec is not None
+    assert spec.input_examples, name
+    async with Gate([box], store=MemoryStore(), policy=demo_policy()) as gate:
+        for example in spec.input_examples:
+            env = await gate.call(name, example, principal=alice)
+            assert env.status is Status.OK, (example, env.error)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_descriptions_say_what_comes_back_and_every_argument_is_described(name: str) -> None:
+    spec = _specs()[name]
+    assert spec.title
+    assert "Returns:" in spec.description
+    assert "Use it" in spec.description
+    for arg, schema in spec.input_schema["properties"].items():
+        assert schema.get("description"), f"{name}.{arg}"
+
+
+def test_campaigns_find_description_warns_about_near_duplicates() -> None:
+    description = _specs()["ops.campaigns_find"].description
+    assert "near-duplicates" in description
+    assert "confirm the" in description
+    assert "whole units" in description
+
+
+def test_each_toolboxes_call_has_its_own_state() -> None:
+    first, second = toolboxes(), toolboxes()
+    assert first[0] is not second[0]
+    spec_a, spec_b = first[0].get("campaign_set_budget"), second[0].get("campaign_set_budget")
+    assert spec_a is not None and spec_b is not None
+    assert spec_a.handler is not spec_b.handler
+
+
+def test_every_policy_rule_has_a_name_and_a_reason() -> None:
+    policy = demo_policy()
+    assert policy.default is Effect.ALLOW
+    assert {rule.name for rule in policy.rules} == {
+        "external-email-needs-approval",
+        "large-budget-needs-approval",
+        "rollback-needs-oncall",
+    }
+    for rule in policy.rules:
+        assert rule.reason, rule.name
+        assert rule.tools, rule.name
