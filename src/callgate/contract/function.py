@@ -150,8 +150,8 @@ def spec_from_function(
         # Only pass a docstring description: None would erase one given by
         # ``Annotated[..., Field(description=...)]``.
         doc = arg_docs.get(param.name)
-        extra = {"description": doc} if doc else {}
-        fields[param.name] = (annotation, Field(default=default, **extra))
+        field_info = Field(default=default, description=doc) if doc else Field(default=default)
+        fields[param.name] = (annotation, field_info)
 
     concise_view = _concise_view(concise)
     accepts_response_format = RESPONSE_FORMAT in fields
