@@ -73,3 +73,19 @@ async def test_cursor_of_another_tenant_is_refused(make_gate: GateFactory) -> No
         forged = await gate.read_more("not-a-cursor", principal=ALICE)
     assert stolen.error is not None and stolen.error.kind is ErrorKind.PERMISSION
     assert forged.error is not None and forged.error.kind is ErrorKind.CONSTRUCTION
+
+
+async def test_a_long_text_field_is_cut_inside_its_object(make_gate: GateFactory) -> None:
+    async with make_gate([build(Counters())], limits=Limits(max_result_tokens=100)) as gate:
+        env = await gate.call("t.note", {"n": 5000}, principal=ALICE)
+        assert env.truncated is not None
+        assert env.payload["id"] == "N-1" and env.payload["title"] == "Runbook"
+        assert env.truncated.unit == "chars" and env.truncated.total == 5000
+        assert "of 'body'" in env.truncated.notice
+        body = env.payload["body"]
+        cursor = env.truncated.cursor
+        while cursor:
+            more = await gate.read_more(cursor, principal=ALICE)
+            body += more.payload["items"]
+            cursor = more.payload["next_cursor"]
+    assert body == "".join(str(i % 10) for i in range(5000))

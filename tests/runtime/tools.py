@@ -127,6 +127,11 @@ def build(counters: Counters) -> Toolbox:
         """One long string."""
         return "y" * n
 
+    @box.tool(read_only=True)
+    def note(n: int) -> dict[str, object]:
+        """A note with a long body."""
+        return {"id": "N-1", "title": "Runbook", "body": "".join(str(i % 10) for i in range(n))}
+
     @box.tool(read_only=True, concise=["id", "name"])
     def people() -> list[dict[str, object]]:
         """People, concise or detailed."""

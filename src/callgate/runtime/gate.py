@@ -59,7 +59,8 @@ class Gate:
         toolboxes: the tools to serve. A ``callgate`` toolbox with
             ``callgate.read_more`` (to page through truncated results) is added.
         store: a Store, a URL (``sqlite:///file.db``, ``postgresql://...``), or
-            None for ``$CALLGATE_STORE`` / the user's data directory.
+            None for ``$CALLGATE_STORE`` / the user's data directory. The gate
+            opens the store on first use and closes it in ``aclose``.
         policy: decides allow / deny / require_approval; allows everything if None.
         limits: timeouts, retries, result size; see ``Limits``.
         context: gate-wide trusted values for trusted fields not set by the principal.
@@ -245,7 +246,9 @@ class Gate:
             specs = [s for s in specs if s.toolbox != BUILTIN_TOOLBOX]
         return specs
 
-    async def audit(self, *, tail: int | None = None) -> list[AuditRecord]:
-        """Audit records, oldest first."""
+    async def audit(
+        self, *, tail: int | None = None, call_id: str | None = None
+    ) -> list[AuditRecord]:
+        """Audit records oldest first: the newest ``tail``, or those of one call."""
         await self.open()
-        return await self.store.list_audit(tail=tail)
+        return await self.store.list_audit(tail=tail, call_id=call_id)

@@ -35,7 +35,6 @@ import cel
 
 from callgate.contract import Principal, RiskTier, ToolSpec
 
-
 _ARG_REF = re.compile(r"\bargs\.([A-Za-z_][A-Za-z0-9_]*)|\bargs\[\s*[\"']([^\"']+)[\"']\s*\]")
 
 

@@ -32,11 +32,12 @@ class Page:
     """Where the next page starts; None when this page reaches the end."""
 
 
-def _largest_list_key(payload: dict[str, Any]) -> str | None:
+def _largest_key(payload: dict[str, Any], kind: type) -> str | None:
+    """The key of the largest value of type ``kind`` (list or str), if any."""
     best: str | None = None
     best_len = -1
     for key, value in payload.items():
-        if isinstance(value, list):
+        if isinstance(value, kind):
             size = len(dumps(value))
             if size > best_len:
                 best, best_len = key, size
@@ -76,6 +77,20 @@ def page(payload: Any, *, offset: int, budget_chars: int, key: str | None, unit:
             )
         # Not even one item fits: fall back to characters of the whole JSON text.
         unit, offset, key = "chars", 0, None
+    if key is not None and isinstance(payload.get(key), str):
+        # One long text field of an object: cut the text, keep the object's shape.
+        field = payload[key]
+        rest_size = len(dumps({k: v for k, v in payload.items() if k != key})) + 4
+        chunk = field[offset : offset + max(budget_chars - rest_size, 1)]
+        end = offset + len(chunk)
+        return Page(
+            payload={**payload, key: chunk},
+            shown=len(chunk),
+            total=len(field),
+            unit="chars",
+            key=key,
+            next_offset=end if end < len(field) else None,
+        )
     text = dumps(payload)
     chunk = text[offset : offset + budget_chars]
     end = offset + len(chunk)
@@ -96,14 +111,20 @@ def first_page(payload: Any, budget_chars: int) -> Page | None:
     if isinstance(payload, list):
         return page(payload, offset=0, budget_chars=budget_chars, key=None, unit="items")
     if isinstance(payload, dict):
-        key = _largest_list_key(payload)
+        key = _largest_key(payload, list)
         if key is not None:
             return page(payload, offset=0, budget_chars=budget_chars, key=key, unit="items")
+        key = _largest_key(payload, str)
+        rest = {k: v for k, v in payload.items() if k != key}
+        if key is not None and len(dumps(rest)) < budget_chars // 2:
+            return page(payload, offset=0, budget_chars=budget_chars, key=key, unit="chars")
     return page(payload, offset=0, budget_chars=budget_chars, key=None, unit="chars")
 
 
 def notice(pg: Page, cursor: str | None, reader: str) -> str:
-    what = "items" if pg.unit == "items" else "characters of the JSON text"
+    what = "items" if pg.unit == "items" else "characters"
+    if pg.unit == "chars" and pg.key is None:
+        what = "characters of the JSON text"
     where = f" of '{pg.key}'" if pg.key else ""
     text = f"truncated: showing {pg.shown:,} of {pg.total:,} {what}{where}"
     if cursor:

@@ -1,0 +1,139 @@
+"""Plumbing shared by the commands: input parsing, stores, and the CLI's own errors.
+
+The CLI distinguishes two kinds of failure. Whatever a tool call produces is an
+Envelope and is printed, exit code 0. When the CLI itself cannot run (bad
+config, unreachable store, unreadable ``--args`` file), it prints one line to
+stderr and exits with :data:`EXIT_CLI_ERROR`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from callgate.config import ConfigError
+from callgate.runtime.gate import Gate
+
+EXIT_CLI_ERROR = 2
+
+
+class CliError(Exception):
+    """The CLI cannot do what was asked; the message is shown as is."""
+
+
+def fail(message: str) -> NoReturn:
+    """Print ``message`` as one line on stderr and exit with code 2."""
+    first_line = message.strip().splitlines()[0] if message.strip() else "unknown error"
+    typer.echo(f"callgate: error: {first_line}", err=True)
+    raise typer.Exit(EXIT_CLI_ERROR)
+
+
+@contextmanager
+def cli_errors() -> Iterator[None]:
+    """Turn the CLI's own failures into a one-line message and exit code 2."""
+    try:
+        yield
+    except (CliError, ConfigError) as exc:
+        fail(str(exc))
+    except (SQLAlchemyError, OSError) as exc:
+        fail(f"the store failed: {type(exc).__name__}: {exc}")
+
+
+def console() -> Console:
+    """A rich console on the current stdout (made per command, so tests can capture it)."""
+    return Console(highlight=False)
+
+
+def print_json(data: Any) -> None:
+    """Write exactly one JSON document to stdout."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def safe_url(url: str) -> str:
+    """``url`` with any password masked, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
+@asynccontextmanager
+async def opened(gate: Gate) -> AsyncIterator[Gate]:
+    """Open ``gate`` (its store) and close it on exit, so audit records are flushed.
+
+    Raises:
+        CliError: the store cannot be opened.
+    """
+    try:
+        await gate.open()
+    except Exception as exc:  # connection refused, bad credentials, missing driver, ...
+        hint = " (install callgate[postgres])" if isinstance(exc, ModuleNotFoundError) else ""
+        raise CliError(
+            f"cannot open the store {safe_url(gate.store.url)}: {type(exc).__name__}: {exc}{hint}"
+        ) from None
+    try:
+        yield gate
+    finally:
+        await gate.aclose()
+
+
+def split_list(value: str | None) -> list[str]:
+    """``"a, b,,c"`` -> ``["a", "b", "c"]``."""
+    if not value:
+        return []
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def parse_attributes(items: list[str] | None) -> dict[str, Any]:
+    """``key=value`` (a string) or ``key:=json`` (a JSON value) pairs.
+
+    Raises:
+        CliError: an item has no ``=``, no key, or invalid JSON after ``:=``.
+    """
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.rstrip(":"):
+            raise CliError(f"--attr {item!r}: expected key=value or key:=json")
+        if key.endswith(":"):
+            key = key[:-1]
+            try:
+                out[key] = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise CliError(f"--attr {item!r}: not JSON after ':=' ({exc.msg})") from None
+        else:
+            out[key] = value
+    return out
+
+
+def read_arguments(value: str | None) -> str | None:
+    """The raw ``--args`` text: inline, ``@file.json`` or ``-`` for stdin.
+
+    The text is not parsed here: malformed JSON goes to the gate, which answers
+    with a construction error as it would to a model.
+
+    Raises:
+        CliError: the file cannot be read.
+    """
+    if value is None:
+        return None
+    if value == "-":
+        return sys.stdin.read()
+    if value.startswith("@"):
+        path = Path(value[1:]).expanduser()
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            raise CliError(f"--args {value}: cannot read {path} ({reason})") from None
+    return value

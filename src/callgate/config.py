@@ -1,0 +1,367 @@
+"""The gate's configuration file: tools, policy, limits and trusted context in TOML.
+
+Example ``callgate.toml``::
+
+    store = "sqlite:///callgate.db"
+    toolboxes = ["callgate.demo:toolboxes", "./my_tools.py:ops"]
+
+    [policy]
+    default = "allow"
+
+    [[policy.rules]]
+    name = "big-budgets"
+    effect = "require_approval"
+    tools = ["ops.campaign_set_budget"]
+    when = "args.new_daily_budget > 50000"
+    reason = "budgets above 50,000 need a human"
+
+    [limits]
+    default_timeout = 30
+
+    [context]
+    region = "eu-west-1"
+
+A toolbox reference is ``module:attr`` or ``path.py:attr``; ``attr`` names a
+``Toolbox``, a list of them, or a zero-argument callable returning either.
+Relative paths (of toolbox files and of a SQLite ``store``) are relative to the
+config file, and modules are imported with the config file's directory first on
+``sys.path``. Where the store comes from, first match wins: the ``--store``
+option, ``$CALLGATE_STORE``, the file's ``store``, the user's data directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from callgate.contract import Toolbox
+from callgate.runtime.call import Limits
+from callgate.runtime.gate import STORE_ENV, Gate, default_store_url, store_from_url
+from callgate.runtime.policy import Policy, PolicyError, Rule
+
+__all__ = ["ConfigError", "GateConfig", "default_config", "load_config"]
+
+DEMO_TOOLBOXES = "callgate.demo:toolboxes"
+DEMO_POLICY = "callgate.demo:demo_policy"
+_BUILTIN_LABEL = "<built-in demo config>"
+
+_LIMIT_FIELDS = tuple(f.name for f in dataclasses.fields(Limits))
+_LIMITS_ADAPTER: pydantic.TypeAdapter[Limits] = pydantic.TypeAdapter(Limits)
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message names the file and the key."""
+
+
+# The file's schema -------------------------------------------------------------
+class _RuleFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    effect: Literal["allow", "deny", "require_approval"]
+    name: str | None = None
+    when: str | None = None
+    tools: list[str] | None = None
+    risk: list[Literal["read", "write_idempotent", "write_high_risk"]] | None = None
+    reason: str | None = None
+
+
+class _PolicyFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    default: Literal["allow", "deny", "require_approval"] = "allow"
+    rules: list[_RuleFile] = []
+
+
+class _ConfigFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    store: str | None = None
+    toolboxes: list[str] = []
+    policy: _PolicyFile = _PolicyFile()
+    limits: dict[str, Any] = {}
+    context: dict[str, Any] = {}
+
+
+# The loaded configuration ------------------------------------------------------
+@dataclass(kw_only=True, frozen=True)
+class GateConfig:
+    """Everything needed to build a :class:`~callgate.Gate`, validated.
+
+    Toolbox references are imported only by :meth:`build_gate` (or
+    :meth:`load_toolboxes`), so reading the store URL never runs tool code.
+
+    Args:
+        source: the file this came from (None for a config built in code).
+        store: the store URL from the file, if any.
+        toolboxes: ``module:attr`` / ``path.py:attr`` references.
+        policy: the gate's policy.
+        limits: the gate's limits.
+        context: gate-wide trusted values.
+    """
+
+    source: Path | None = None
+    store: str | None = None
+    toolboxes: tuple[str, ...] = ()
+    policy: Policy = field(default_factory=Policy)
+    limits: Limits = field(default_factory=Limits)
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """How error messages name this configuration."""
+        return str(self.source) if self.source is not None else _BUILTIN_LABEL
+
+    @property
+    def base_dir(self) -> Path:
+        """Where relative paths are resolved: the file's directory, else the cwd."""
+        return self.source.parent if self.source is not None else Path.cwd()
+
+    def store_url(self, store_override: str | None = None) -> str:
+        """The store URL: the override, else ``$CALLGATE_STORE``, else the file's, else the default."""
+        return store_override or os.environ.get(STORE_ENV) or self.store or default_store_url()
+
+    def _store_origin(self, store_override: str | None) -> str:
+        if store_override:
+            return "--store"
+        if os.environ.get(STORE_ENV):
+            return f"${STORE_ENV}"
+        return f"{self.label}: store" if self.store else "store"
+
+    def load_toolboxes(self) -> list[Toolbox]:
+        """Import every toolbox reference, in order.
+
+        Raises:
+            ConfigError: a reference cannot be imported or names no toolbox.
+        """
+        boxes: list[Toolbox] = []
+        for index, ref in enumerate(self.toolboxes):
+            where = f"{self.label}: toolboxes[{index}] ({ref!r})"
+            boxes.extend(_toolboxes_from(_resolve_ref(ref, self.base_dir, where), where))
+        return boxes
+
+    def build_gate(self, store_override: str | None = None) -> Gate:
+        """A Gate with this configuration (not yet opened).
+
+        Args:
+            store_override: a store URL that wins over ``$CALLGATE_STORE`` and the file.
+
+        Raises:
+            ConfigError: a toolbox reference or the store URL is bad, or two
+                toolboxes share a name.
+        """
+        toolboxes = self.load_toolboxes()
+        try:
+            store = store_from_url(self.store_url(store_override))
+        except ValueError as exc:
+            raise ConfigError(f"{self._store_origin(store_override)}: {exc}") from None
+        try:
+            return Gate(
+                toolboxes, store=store, policy=self.policy, limits=self.limits, context=self.context
+            )
+        except ValueError as exc:
+            raise ConfigError(f"{self.label}: toolboxes: {exc}") from None
+
+
+def load_config(path: str | os.PathLike[str]) -> GateConfig:
+    """Read and validate a TOML config file.
+
+    Raises:
+        ConfigError: the file is missing, not TOML, has an unknown key, a value of
+            the wrong type, or a policy rule with an invalid condition.
+    """
+    source = Path(path).expanduser().resolve()
+    try:
+        data = tomllib.loads(source.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read the config file ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{source}: the config file is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: invalid TOML: {exc}") from None
+    try:
+        parsed = _ConfigFile.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(f"{source}: {_describe(exc)}") from None
+    return GateConfig(
+        source=source,
+        store=_resolve_store(parsed.store, source),
+        toolboxes=tuple(parsed.toolboxes),
+        policy=_build_policy(parsed.policy, str(source)),
+        limits=_build_limits(parsed.limits, str(source)),
+        context=dict(parsed.context),
+    )
+
+
+def default_config() -> GateConfig:
+    """The configuration used without ``--config``: the demo tools and policy.
+
+    Raises:
+        ConfigError: the demo package cannot be imported.
+    """
+    policy = _resolve_ref(DEMO_POLICY, Path.cwd(), f"{_BUILTIN_LABEL}: policy")
+    if callable(policy) and not isinstance(policy, Policy):
+        policy = policy()
+    if not isinstance(policy, Policy):
+        raise ConfigError(f"{_BUILTIN_LABEL}: policy: {DEMO_POLICY} is not a Policy")
+    return GateConfig(toolboxes=(DEMO_TOOLBOXES,), policy=policy)
+
+
+# Validation helpers ------------------------------------------------------------
+def _loc(loc: Sequence[int | str]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _allowed_keys(loc: Sequence[int | str]) -> str:
+    """The keys the table holding ``loc`` accepts."""
+    tables: dict[str, type[BaseModel]] = {"policy": _PolicyFile, "rules": _RuleFile}
+    model: type[BaseModel] = _ConfigFile
+    for part in loc[:-1]:
+        if isinstance(part, str):
+            model = tables.get(part, model)
+    return ", ".join(model.model_fields)
+
+
+def _describe(exc: pydantic.ValidationError) -> str:
+    messages = []
+    for err in exc.errors(include_url=False):
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown key (allowed: {_allowed_keys(err['loc'])})"
+        else:
+            msg = err["msg"]
+        messages.append(f"{_loc(err['loc'])}: {msg}")
+    return "; ".join(messages)
+
+
+def _build_policy(policy: _PolicyFile, label: str) -> Policy:
+    rules = []
+    for index, raw in enumerate(policy.rules):
+        where = f"policy.rules[{index}]" + (f" ({raw.name!r})" if raw.name else "")
+        try:
+            rules.append(Rule(**raw.model_dump(exclude_none=True)))
+        except PolicyError as exc:
+            # The effect and risk values were checked above: what is left is the condition.
+            message = str(exc).removeprefix(f"rule {raw.name or raw.when!r}: ")
+            raise ConfigError(f"{label}: {where}.when: {message}") from None
+    return Policy(rules, default=policy.default)
+
+
+def _build_limits(raw: Mapping[str, Any], label: str) -> Limits:
+    unknown = sorted(set(raw) - set(_LIMIT_FIELDS))
+    if unknown:
+        raise ConfigError(
+            f"{label}: limits.{unknown[0]}: unknown key (allowed: {', '.join(_LIMIT_FIELDS)})"
+        )
+    try:
+        return _LIMITS_ADAPTER.validate_python(dict(raw))
+    except pydantic.ValidationError as exc:
+        messages = [
+            f"{_loc(('limits', *err['loc']))}: {err['msg'].removeprefix('Value error, ')}"
+            for err in exc.errors(include_url=False)
+        ]
+        raise ConfigError(f"{label}: {'; '.join(messages)}") from None
+
+
+def _resolve_store(url: str | None, source: Path) -> str | None:
+    """A SQLite store path relative to the config file, made absolute."""
+    if url is None:
+        return None
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ConfigError(
+            f"{source}: store: not a database URL: {url!r}; use e.g. sqlite:///callgate.db"
+        ) from None
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return url
+    if Path(database).expanduser().is_absolute():
+        return url
+    return parsed.set(database=str(source.parent / database)).render_as_string(hide_password=False)
+
+
+# Toolbox references ------------------------------------------------------------
+def _is_path(target: str) -> bool:
+    return target.endswith(".py") or "/" in target or os.sep in target
+
+
+def _resolve_ref(ref: str, base_dir: Path, where: str) -> Any:
+    target, sep, attr = ref.rpartition(":")
+    if not sep or not target or not attr:
+        raise ConfigError(f"{where}: expected 'module:attr' or 'path/to/file.py:attr'")
+    module = (
+        _import_file(base_dir / Path(target).expanduser(), where)
+        if _is_path(target)
+        else _import_module(target, base_dir, where)
+    )
+    value: Any = module
+    for part in attr.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise ConfigError(f"{where}: {target!r} has no attribute {attr!r}") from None
+    return value
+
+
+def _import_module(name: str, base_dir: Path, where: str) -> ModuleType:
+    # Like `python script.py`, modules next to the config file are importable.
+    if str(base_dir) not in sys.path:
+        sys.path.insert(0, str(base_dir))
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:  # whatever the module raises while importing
+        raise ConfigError(f"{where}: cannot import {name!r}: {type(exc).__name__}: {exc}") from None
+
+
+def _import_file(path: Path, where: str) -> ModuleType:
+    path = path.resolve()
+    if not path.is_file():
+        raise ConfigError(f"{where}: no such file: {path}")
+    name = "_callgate_config_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"{where}: cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pydantic look their module up here
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # whatever the file raises while running
+        del sys.modules[name]
+        raise ConfigError(f"{where}: running {path} failed: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+def _toolboxes_from(value: Any, where: str) -> list[Toolbox]:
+    if callable(value) and not isinstance(value, Toolbox):
+        try:
+            value = value()
+        except Exception as exc:  # whatever the factory raises
+            raise ConfigError(f"{where}: calling it failed: {type(exc).__name__}: {exc}") from None
+    if isinstance(value, Toolbox):
+        return [value]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, Toolbox) for v in value):
+        return list(value)
+    raise ConfigError(
+        f"{where}: is a {type(value).__name__}, not a Toolbox, a list of Toolboxes "
+        "or a callable returning one"
+    )
