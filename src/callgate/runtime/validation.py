@@ -52,8 +52,10 @@ class ArgumentValidator:
         """Messages for the model, empty when the arguments are valid."""
         if self._validator.is_valid(arguments):
             return []
-        messages = [self._describe(err) for err in self._validator.iter_errors(arguments)]
-        return messages[:MAX_MESSAGES]
+        errors = list(self._validator.iter_errors(arguments))
+        # An unknown argument first: it usually explains the "missing" one next to it.
+        errors.sort(key=lambda e: type(e.kind).__name__ != "AdditionalProperties")
+        return [self._describe(err) for err in errors[:MAX_MESSAGES]]
 
     def _subschema(self, schema_path: Sequence[str | int]) -> Mapping[str, Any]:
         """The schema node that holds the failing keyword (for allowed values)."""
