@@ -1,0 +1,161 @@
+"""An in-memory :class:`~callgate.store.base.Store` for tests and benchmarks.
+
+It keeps :class:`~callgate.store.sql.SQLStore`'s semantics (expiry, first claim
+wins, UTC datetimes, JSON-only payloads, a copy on the way in and out) but
+nothing outlives the process.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+
+from anyio.lowlevel import checkpoint
+
+from callgate.store.base import AuditRecord, IdempotencyRecord, StoredResult
+
+__all__ = ["MemoryStore"]
+
+
+def _utc(value: datetime) -> datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"naive datetime {value.isoformat()}; use datetime.now(UTC)")
+    return value.astimezone(UTC)
+
+
+def _json(value: Any) -> Any:
+    # A JSON round trip both copies and rejects what a SQL JSON column would.
+    return json.loads(json.dumps(value))
+
+
+class MemoryStore:
+    """The :class:`~callgate.store.base.Store` in a few dicts.
+
+    Every method checkpoints once (as a real store awaits I/O), then runs without
+    awaiting, which makes each one atomic in its event loop.
+    """
+
+    def __init__(self) -> None:
+        self.url = "memory://"
+        self._audit: list[AuditRecord] = []
+        self._idempotency: dict[str, IdempotencyRecord] = {}
+        self._results: dict[str, StoredResult] = {}
+
+    async def __aenter__(self) -> MemoryStore:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        """Nothing to connect; the data lives as long as this object."""
+        await checkpoint()
+
+    async def close(self) -> None:
+        """Nothing to release; the data stays for a later :meth:`open`."""
+        await checkpoint()
+
+    # audit -----------------------------------------------------------------
+    async def append_audit(self, records: Sequence[AuditRecord]) -> None:
+        await checkpoint()
+        # Validate the whole batch first so a bad record appends nothing.
+        copies = [
+            replace(
+                r, at=_utc(r.at), dropped_fields=tuple(r.dropped_fields), detail=_json(r.detail)
+            )
+            for r in records
+        ]
+        start = len(self._audit) + 1
+        self._audit.extend(replace(r, seq=start + i) for i, r in enumerate(copies))
+
+    async def list_audit(
+        self, *, tail: int | None = None, call_id: str | None = None
+    ) -> list[AuditRecord]:
+        await checkpoint()
+        if tail is not None and tail < 0:
+            raise ValueError(f"tail must be >= 0, not {tail}")
+        records = [r for r in self._audit if call_id is None or r.call_id == call_id]
+        if tail is not None:
+            records = records[len(records) - tail :]
+        return [replace(r, detail=_json(r.detail)) for r in records]
+
+    async def count_session_calls(self, session_id: str, tool: str, args_hash: str) -> int:
+        await checkpoint()
+        return sum(
+            1
+            for r in self._audit
+            if r.session_id == session_id
+            and r.tool == tool
+            and r.args_hash == args_hash
+            and r.phase == "final"
+            and r.status == "ok"
+        )
+
+    async def session_retries(self, session_id: str) -> int:
+        await checkpoint()
+        return sum(
+            max(r.attempts - 1, 0)
+            for r in self._audit
+            if r.session_id == session_id and r.phase == "final"
+        )
+
+    # idempotency -----------------------------------------------------------
+    async def claim_idempotency(self, record: IdempotencyRecord) -> IdempotencyRecord | None:
+        await checkpoint()
+        existing = self._live(record.scope)
+        if existing is not None:
+            return existing
+        self._idempotency[record.scope] = replace(
+            record,
+            created_at=_utc(record.created_at),
+            expires_at=_utc(record.expires_at),
+            envelope=None if record.envelope is None else _json(record.envelope),
+        )
+        return None
+
+    async def complete_idempotency(self, scope: str, envelope: dict[str, Any]) -> None:
+        await checkpoint()
+        record = self._idempotency.get(scope)
+        if record is None:
+            raise KeyError(f"no idempotency record for scope {scope!r}")
+        self._idempotency[scope] = replace(record, state="done", envelope=_json(envelope))
+
+    async def get_idempotency(self, scope: str) -> IdempotencyRecord | None:
+        await checkpoint()
+        return self._live(scope)
+
+    def _live(self, scope: str) -> IdempotencyRecord | None:
+        record = self._idempotency.get(scope)
+        if record is None or record.expires_at <= datetime.now(UTC):
+            return None
+        envelope = None if record.envelope is None else _json(record.envelope)
+        return replace(record, envelope=envelope)
+
+    # spilled results --------------------------------------------------------
+    async def put_result(self, result: StoredResult) -> None:
+        await checkpoint()
+        if result.ref in self._results:
+            raise ValueError(f"result {result.ref!r} is already stored")
+        self._results[result.ref] = replace(
+            result,
+            content=_json(result.content),
+            created_at=_utc(result.created_at),
+            expires_at=_utc(result.expires_at),
+        )
+
+    async def get_result(self, ref: str) -> StoredResult | None:
+        await checkpoint()
+        result = self._results.get(ref)
+        if result is None or result.expires_at <= datetime.now(UTC):
+            return None
+        return replace(result, content=_json(result.content))

@@ -1,0 +1,483 @@
+"""The durable store: SQLAlchemy 2 async Core over SQLite or PostgreSQL.
+
+SQLite (the default) is shared by several processes (CLI commands, a gateway):
+every connection runs in WAL mode with a busy timeout, and every write
+transaction starts with ``BEGIN IMMEDIATE`` so two writers queue for the lock
+instead of failing with "database is locked" when a read turns into a write.
+PostgreSQL serves several gateway replicas.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import fields
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import aiosqlite
+import anyio
+from sqlalchemy import Connection, Row, Table, case, event, func, insert, inspect, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+from callgate.store.base import AuditRecord, IdempotencyRecord, StoredResult
+from callgate.store.tables import as_utc, audit, idempotency, results
+
+__all__ = ["SQLStore", "SQLiteSynchronous", "create_engine", "normalize_url"]
+
+SQLiteSynchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
+
+_DRIVERS = {
+    "sqlite": "sqlite+aiosqlite",
+    "postgresql": "postgresql+asyncpg",
+    "postgres": "postgresql+asyncpg",
+}
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_BEGIN_OPTION = "callgate_sqlite_begin"
+_BUSY_TIMEOUT_MS = 5000
+_MIGRATIONS_HEAD = "0001"
+"""The newest revision in ``migrations/versions`` (a test keeps the two equal)."""
+_AUDIT_FIELDS = tuple(f.name for f in fields(AuditRecord) if f.name != "seq")
+
+
+def normalize_url(url: str) -> str:
+    """Qualify a database URL with callgate's async driver.
+
+    ``sqlite:///path.db`` becomes ``sqlite+aiosqlite:///path.db`` (``sqlite://``
+    and ``sqlite:///:memory:`` are in-memory databases), ``postgresql://`` and
+    ``postgres://`` become ``postgresql+asyncpg://``. URLs that already name a
+    driver are returned unchanged.
+
+    Raises:
+        ValueError: ``url`` is not a database URL.
+    """
+    try:
+        make_url(url)
+    except ArgumentError:
+        raise ValueError(
+            f"not a database URL: {url!r}; use e.g. sqlite:///path/to/callgate.db "
+            "or postgresql://user@host/db"
+        ) from None
+    # Swap the scheme as text: re-rendering a parsed URL would percent-escape
+    # the rest (":memory:" -> "%3Amemory%3A").
+    scheme, _, rest = url.partition("://")
+    driver = _DRIVERS.get(scheme.lower())
+    return url if driver is None else f"{driver}://{rest}"
+
+
+def _is_sqlite_memory(url: URL) -> bool:
+    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
+
+
+def _check_options(url: URL, sqlite_synchronous: str, schema: str | None) -> None:
+    if schema is not None and (
+        url.get_backend_name() != "postgresql" or not _SCHEMA_NAME.fullmatch(schema)
+    ):
+        raise ValueError(f"schema {schema!r}: PostgreSQL only; lowercase letters, digits and _")
+    if sqlite_synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+        raise ValueError(
+            f"sqlite_synchronous must be OFF, NORMAL, FULL or EXTRA, not {sqlite_synchronous!r}"
+        )
+
+
+def create_engine(
+    url: str,
+    *,
+    echo: bool = False,
+    sqlite_synchronous: SQLiteSynchronous = "NORMAL",
+    schema: str | None = None,
+) -> AsyncEngine:
+    """An async engine with the connection settings every store connection needs.
+
+    Args:
+        url: Any URL :func:`normalize_url` accepts.
+        echo: Log every statement.
+        sqlite_synchronous: ``PRAGMA synchronous`` for a file SQLite database.
+            ``NORMAL`` (in WAL mode) may lose the last commits on power loss, never
+            on a process crash; ``FULL`` loses nothing.
+        schema: PostgreSQL only: the schema to work in (its ``search_path``).
+
+    Raises:
+        ValueError: A bad ``sqlite_synchronous`` or ``schema``.
+    """
+    parsed = make_url(normalize_url(url))
+    _check_options(parsed, sqlite_synchronous, schema)
+    if parsed.get_backend_name() != "sqlite":
+        connect_args = {"server_settings": {"search_path": schema}} if schema else {}
+        return create_async_engine(parsed, echo=echo, connect_args=connect_args)
+    if _is_sqlite_memory(parsed):
+        # One connection, or every session would see its own empty database.
+        engine = create_async_engine(parsed, echo=echo, poolclass=StaticPool)
+        pragmas = ["foreign_keys=ON"]
+    else:
+        engine = create_async_engine(parsed, echo=echo)
+        pragmas = [
+            f"busy_timeout={_BUSY_TIMEOUT_MS}",
+            # A no-op once _enable_wal() has switched the file (the mode persists).
+            "journal_mode=WAL",
+            f"synchronous={sqlite_synchronous}",
+            "foreign_keys=ON",
+        ]
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take BEGIN away from the sqlite3 module, which would skip it for
+        # SELECT and DDL; the "begin" hook below emits it for every transaction.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            for pragma in pragmas:
+                cursor.execute(f"PRAGMA {pragma}")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql(conn.get_execution_options().get(_BEGIN_OPTION, "BEGIN"))
+
+    return engine
+
+
+async def _enable_wal(path: str) -> None:
+    """Switch a SQLite file to WAL, waiting for other processes if need be.
+
+    The switch needs the file to itself, and when another process holds it
+    SQLite fails at once with SQLITE_BUSY instead of calling the busy handler;
+    so two processes creating the same database race here. Retry until the
+    switch is made (by anyone) or the busy timeout has passed.
+    """
+    deadline = anyio.current_time() + _BUSY_TIMEOUT_MS / 1000
+    async with aiosqlite.connect(path) as db:
+        while True:
+            try:
+                async with db.execute("PRAGMA journal_mode=WAL") as cursor:
+                    row = await cursor.fetchone()
+                if row is not None and str(row[0]).lower() == "wal":
+                    return
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+                    raise
+            if anyio.current_time() > deadline:
+                raise TimeoutError(f"could not switch {path} to WAL: the file stays locked")
+            await anyio.sleep(0.005)
+
+
+def _lock_key(name: str) -> int:
+    """A signed 64-bit PostgreSQL advisory lock key for ``name``."""
+    return int.from_bytes(
+        hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True
+    )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _at_head(connection: Connection) -> bool:
+    if not inspect(connection).has_table("alembic_version"):
+        return False
+    versions = connection.exec_driver_sql("SELECT version_num FROM alembic_version")
+    return versions.scalars().all() == [_MIGRATIONS_HEAD]
+
+
+def _upgrade(connection: Connection) -> None:
+    # Checked first, and alembic imported only when there is work: it costs
+    # about 100 ms, paid by every short-lived CLI command that opens the store.
+    if _at_head(connection):
+        return
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", "callgate.store:migrations")
+    config.set_main_option("path_separator", "os")
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")
+
+
+class SQLStore:
+    """The :class:`~callgate.store.base.Store` on SQLite or PostgreSQL.
+
+    Example:
+        async with SQLStore("sqlite:///var/lib/callgate/callgate.db") as store:
+            await store.append_audit([record])
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        echo: bool = False,
+        sqlite_synchronous: SQLiteSynchronous = "NORMAL",
+        schema: str | None = None,
+    ) -> None:
+        """Describe the store; nothing connects until :meth:`open`.
+
+        Args:
+            url: A database URL (see :func:`normalize_url`).
+            echo: Log every statement.
+            sqlite_synchronous: ``PRAGMA synchronous`` for a file SQLite database.
+            schema: PostgreSQL only: keep the tables in this schema (created if
+                missing), e.g. to isolate tests or tenants sharing one database.
+
+        Raises:
+            ValueError: A malformed URL, ``sqlite_synchronous`` or ``schema``.
+        """
+        self.url = url
+        self._sa_url = make_url(normalize_url(url))
+        self._options: dict[str, Any] = {
+            "echo": echo,
+            "sqlite_synchronous": sqlite_synchronous,
+            "schema": schema,
+        }
+        _check_options(self._sa_url, sqlite_synchronous, schema)
+        self._schema = schema
+        self._dialect = self._sa_url.get_backend_name()
+        self._engine: AsyncEngine | None = None
+        self._open_lock = anyio.Lock()
+        # SQLite has one writer at a time anyway; queueing in process is FIFO and
+        # immediate where its busy handler would poll with sleeps of up to 100 ms.
+        self._write_lock = anyio.Lock()
+        self._memory = _is_sqlite_memory(self._sa_url)
+
+    async def __aenter__(self) -> SQLStore:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        """Connect and run the migrations up to head (idempotent).
+
+        Safe when several processes or replicas open the same database at once:
+        the migration runs under the database's write lock, so the later one
+        finds the schema at head.
+        """
+        async with self._open_lock:
+            if self._engine is not None:
+                return
+            database = self._sa_url.database
+            if self._dialect == "sqlite" and not self._memory and database:
+                Path(database).parent.mkdir(parents=True, exist_ok=True)
+                await _enable_wal(database)
+            engine = create_engine(self.url, **self._options)
+            try:
+                async with self._transaction(engine, write=True) as conn:
+                    if self._dialect == "postgresql":
+                        await self._pg_lock(conn, "migrate")
+                        if self._schema:
+                            await conn.exec_driver_sql(
+                                f"CREATE SCHEMA IF NOT EXISTS {self._schema}"
+                            )
+                    await conn.run_sync(_upgrade)
+            except BaseException:
+                await engine.dispose()
+                raise
+            self._engine = engine
+
+    async def close(self) -> None:
+        """Release all connections. An in-memory database is gone afterwards."""
+        async with self._open_lock:
+            engine, self._engine = self._engine, None
+            if engine is not None:
+                await engine.dispose()
+
+    @contextlib.asynccontextmanager
+    async def _transaction(
+        self, engine: AsyncEngine, *, write: bool
+    ) -> AsyncIterator[AsyncConnection]:
+        serial = self._dialect == "sqlite" and (write or self._memory)
+        lock = self._write_lock if serial else contextlib.nullcontext()
+        async with lock, engine.connect() as conn:
+            if write and self._dialect == "sqlite":
+                await conn.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
+            async with conn.begin():
+                yield conn
+
+    def _begin(self, *, write: bool) -> contextlib.AbstractAsyncContextManager[AsyncConnection]:
+        if self._engine is None:
+            raise RuntimeError("the store is not open; call `await store.open()` first")
+        return self._transaction(self._engine, write=write)
+
+    async def _pg_lock(self, conn: AsyncConnection, name: str) -> None:
+        key = _lock_key(f"callgate.{name}/{self._schema or ''}")
+        await conn.execute(select(func.pg_advisory_xact_lock(key)))
+
+    def _insert(self, table: Table) -> postgresql.Insert | sqlite.Insert:
+        """An INSERT that knows ON CONFLICT (both backends spell it alike)."""
+        if self._dialect == "postgresql":
+            return postgresql.insert(table)
+        return sqlite.insert(table)
+
+    # audit -----------------------------------------------------------------
+    async def append_audit(self, records: Sequence[AuditRecord]) -> None:
+        """Append records in one transaction; durable when this returns."""
+        if not records:
+            return
+        rows = [_audit_row(r) for r in records]
+        async with self._begin(write=True) as conn:
+            if self._dialect == "postgresql":
+                # Sequence values are handed out before commit; serializing
+                # appends keeps seq order equal to commit order across replicas.
+                await self._pg_lock(conn, "audit")
+            await conn.execute(insert(audit), rows)
+
+    async def list_audit(
+        self, *, tail: int | None = None, call_id: str | None = None
+    ) -> list[AuditRecord]:
+        """Records oldest first; ``tail`` keeps the newest N.
+
+        Raises:
+            ValueError: ``tail`` is negative.
+        """
+        if tail is not None and tail < 0:
+            raise ValueError(f"tail must be >= 0, not {tail}")
+        stmt = select(audit)
+        if call_id is not None:
+            stmt = stmt.where(audit.c.call_id == call_id)
+        if tail is not None:
+            stmt = stmt.order_by(audit.c.seq.desc()).limit(tail)
+        else:
+            stmt = stmt.order_by(audit.c.seq)
+        async with self._begin(write=False) as conn:
+            rows = (await conn.execute(stmt)).all()
+        records = [_audit_record(row) for row in rows]
+        return records[::-1] if tail is not None else records
+
+    async def count_session_calls(self, session_id: str, tool: str, args_hash: str) -> int:
+        """How many ``final`` records with status ``ok`` the session has for this
+        tool and argument hash."""
+        stmt = select(func.count()).where(
+            audit.c.session_id == session_id,
+            audit.c.tool == tool,
+            audit.c.args_hash == args_hash,
+            audit.c.phase == "final",
+            audit.c.status == "ok",
+        )
+        async with self._begin(write=False) as conn:
+            return int((await conn.execute(stmt)).scalar_one())
+
+    async def session_retries(self, session_id: str) -> int:
+        """Retries spent in the session: ``attempts - 1`` summed over its ``final``
+        records (a call that never ran, ``attempts == 0``, counts 0)."""
+        retries = case((audit.c.attempts > 1, audit.c.attempts - 1), else_=0)
+        stmt = select(func.coalesce(func.sum(retries), 0)).where(
+            audit.c.session_id == session_id, audit.c.phase == "final"
+        )
+        async with self._begin(write=False) as conn:
+            return int((await conn.execute(stmt)).scalar_one())
+
+    # idempotency -----------------------------------------------------------
+    async def claim_idempotency(self, record: IdempotencyRecord) -> IdempotencyRecord | None:
+        """Insert ``record`` unless a live record for its scope exists.
+
+        Returns:
+            None when the claim succeeded, else the existing live record. An
+            expired record is replaced as if absent.
+        """
+        row = _idempotency_row(record)
+        upsert = self._insert(idempotency).values(row)
+        stmt = upsert.on_conflict_do_update(
+            index_elements=[idempotency.c.scope],
+            set_={name: upsert.excluded[name] for name in row if name != "scope"},
+            where=idempotency.c.expires_at <= _now(),
+        ).returning(idempotency.c.scope)
+        async with self._begin(write=True) as conn:
+            if (await conn.execute(stmt)).first() is not None:
+                return None
+            # The conflicting row is locked (PostgreSQL) or the whole database
+            # is (SQLite), so it is still there to read.
+            existing = await conn.execute(
+                select(idempotency).where(idempotency.c.scope == record.scope)
+            )
+            return _idempotency_record(existing.one())
+
+    async def complete_idempotency(self, scope: str, envelope: dict[str, Any]) -> None:
+        """Mark the scope's record ``done`` with the Envelope every later caller gets.
+
+        Raises:
+            KeyError: No record was ever claimed for ``scope``.
+        """
+        stmt = (
+            update(idempotency)
+            .where(idempotency.c.scope == scope)
+            .values(state="done", envelope=envelope)
+        )
+        async with self._begin(write=True) as conn:
+            if (await conn.execute(stmt)).rowcount == 0:
+                raise KeyError(f"no idempotency record for scope {scope!r}")
+
+    async def get_idempotency(self, scope: str) -> IdempotencyRecord | None:
+        """The live record for ``scope`` or None (expired records count as absent)."""
+        stmt = select(idempotency).where(
+            idempotency.c.scope == scope, idempotency.c.expires_at > _now()
+        )
+        async with self._begin(write=False) as conn:
+            row = (await conn.execute(stmt)).first()
+        return None if row is None else _idempotency_record(row)
+
+    # spilled results --------------------------------------------------------
+    async def put_result(self, result: StoredResult) -> None:
+        """Keep a full result.
+
+        Raises:
+            ValueError: A result with this ``ref`` is already stored.
+        """
+        row = {f.name: getattr(result, f.name) for f in fields(StoredResult)}
+        row["created_at"] = as_utc(result.created_at)
+        row["expires_at"] = as_utc(result.expires_at)
+        stmt = (
+            self._insert(results)
+            .values(row)
+            .on_conflict_do_nothing(index_elements=[results.c.ref])
+            .returning(results.c.ref)
+        )
+        async with self._begin(write=True) as conn:
+            if (await conn.execute(stmt)).first() is None:
+                raise ValueError(f"result {result.ref!r} is already stored")
+
+    async def get_result(self, ref: str) -> StoredResult | None:
+        """The stored result, or None if unknown or expired."""
+        stmt = select(results).where(results.c.ref == ref, results.c.expires_at > _now())
+        async with self._begin(write=False) as conn:
+            row = (await conn.execute(stmt)).first()
+        return None if row is None else StoredResult(**row._asdict())
+
+
+def _audit_row(record: AuditRecord) -> dict[str, Any]:
+    row = {name: getattr(record, name) for name in _AUDIT_FIELDS}
+    row["at"] = as_utc(record.at)
+    row["dropped_fields"] = list(record.dropped_fields)
+    return row
+
+
+def _audit_record(row: Row[Any]) -> AuditRecord:
+    values = row._asdict()
+    values["dropped_fields"] = tuple(values["dropped_fields"])
+    return AuditRecord(**values)
+
+
+def _idempotency_row(record: IdempotencyRecord) -> dict[str, Any]:
+    row = {f.name: getattr(record, f.name) for f in fields(IdempotencyRecord)}
+    row["created_at"] = as_utc(record.created_at)
+    row["expires_at"] = as_utc(record.expires_at)
+    return row
+
+
+def _idempotency_record(row: Row[Any]) -> IdempotencyRecord:
+    return IdempotencyRecord(**row._asdict())

@@ -1,0 +1,128 @@
+"""The SQL schema behind :class:`~callgate.store.sql.SQLStore` (SQLAlchemy Core).
+
+The Alembic migrations in ``callgate/store/migrations`` must build exactly these
+tables; ``tests/store/test_migrations.py`` holds the two together.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    DateTime,
+    Dialect,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+from sqlalchemy.types import TypeDecorator
+
+__all__ = ["UTCDateTime", "as_utc", "audit", "idempotency", "metadata", "results"]
+
+# Named constraints let later migrations drop or alter them by name on every backend.
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def as_utc(value: datetime) -> datetime:
+    """Return ``value`` converted to UTC.
+
+    Raises:
+        ValueError: ``value`` is naive; a naive time cannot be placed on the
+            timeline, and guessing would silently shift audit times.
+    """
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"naive datetime {value.isoformat()}; use datetime.now(UTC)")
+    return value.astimezone(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC ``datetime`` on every backend.
+
+    SQLite keeps no offset, so values are written in UTC (which also makes its
+    text comparisons chronological) and read back with ``tzinfo=UTC``.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else as_utc(value)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+# SQLite only auto-assigns INTEGER PRIMARY KEY (the rowid alias), not BIGINT.
+_SEQ = BigInteger().with_variant(Integer(), "sqlite")
+
+audit = Table(
+    "audit",
+    metadata,
+    Column("seq", _SEQ, primary_key=True, autoincrement=True),
+    Column("call_id", String, nullable=False),
+    Column("phase", String, nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+    Column("trace_id", String, nullable=False),
+    Column("tool", String, nullable=False),
+    Column("user", String),
+    Column("tenant", String),
+    Column("session_id", String),
+    Column("tool_version", String),
+    Column("contract_hash", String),
+    Column("args_hash", String),
+    Column("risk", String),
+    Column("decision", String),
+    Column("decision_reason", Text),
+    Column("status", String),
+    Column("outcome", String),
+    Column("duration_ms", Float),
+    Column("attempts", Integer, nullable=False),
+    Column("idempotency_key", String),
+    Column("dropped_fields", JSON, nullable=False),
+    Column("detail", JSON, nullable=False),
+    Index(None, "call_id"),
+    Index(None, "session_id", "tool", "args_hash"),
+)
+
+idempotency = Table(
+    "idempotency",
+    metadata,
+    Column("scope", String, primary_key=True),
+    Column("args_hash", String, nullable=False),
+    Column("call_id", String, nullable=False),
+    Column("state", String, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    # SQL NULL rather than JSON 'null' while the call is pending.
+    Column("envelope", JSON(none_as_null=True)),
+)
+
+results = Table(
+    "results",
+    metadata,
+    Column("ref", String, primary_key=True),
+    Column("call_id", String, nullable=False),
+    Column("tool", String, nullable=False),
+    Column("tenant", String),
+    Column("user", String),
+    Column("content", JSON, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+)

@@ -1,0 +1,23 @@
+"""``callgate.store`` exports a deliberate list of names."""
+
+from __future__ import annotations
+
+import callgate.store
+
+
+def test_exported_names() -> None:
+    assert sorted(callgate.store.__all__) == [
+        "AuditPhase",
+        "AuditRecord",
+        "GroupCommitter",
+        "IdempotencyRecord",
+        "IdempotencyState",
+        "MemoryStore",
+        "SQLStore",
+        "Store",
+        "StoredResult",
+        "normalize_url",
+        "open_store",
+    ]
+    for name in callgate.store.__all__:
+        assert getattr(callgate.store, name) is not None

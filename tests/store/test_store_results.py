@@ -1,0 +1,54 @@
+"""Spilled (oversized) results, on every store kind."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from callgate.store import Store, StoredResult
+
+pytestmark = pytest.mark.anyio
+
+
+def result(ref: str, *, ttl: timedelta = timedelta(minutes=10)) -> StoredResult:
+    now = datetime.now(UTC)
+    return StoredResult(
+        ref=ref,
+        call_id="call-1",
+        tool="orders_search",
+        tenant="acme",
+        user="u1",
+        content={"rows": [{"id": i} for i in range(3)], "total": 1340},
+        created_at=now,
+        expires_at=now + ttl,
+    )
+
+
+async def test_put_then_get_result(store: Store) -> None:
+    stored = result("r1")
+    await store.put_result(stored)
+
+    assert await store.get_result("r1") == stored
+    assert await store.get_result("unknown") is None
+
+
+async def test_expired_result_is_gone(store: Store) -> None:
+    await store.put_result(result("r1", ttl=timedelta(seconds=-1)))
+
+    assert await store.get_result("r1") is None
+
+
+async def test_a_ref_is_stored_once(store: Store) -> None:
+    await store.put_result(result("r1"))
+
+    with pytest.raises(ValueError, match="already stored"):
+        await store.put_result(result("r1"))
+    assert await store.get_result("r1") is not None
+
+
+async def test_null_content_round_trips(store: Store) -> None:
+    stored = StoredResult(**{**result("r1").__dict__, "content": None})
+    await store.put_result(stored)
+
+    assert await store.get_result("r1") == stored
