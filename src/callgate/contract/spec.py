@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 from callgate.contract.annotations import RiskTier, ToolAnnotations, derive_risk
@@ -79,12 +80,12 @@ class ToolSpec:
     def local_name(self) -> str:
         return self.name.removeprefix(f"{self.toolbox}.")
 
-    @property
+    @cached_property
     def effective_annotations(self) -> ToolAnnotations:
         """Annotations to act on: the claims if the source is trusted, else the worst case."""
         return self.annotations.effective(trusted=self.trusted_source)
 
-    @property
+    @cached_property
     def risk(self) -> RiskTier:
         if self.risk_override is not None:
             return self.risk_override

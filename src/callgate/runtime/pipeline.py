@@ -60,7 +60,9 @@ async def run(call: Call) -> Envelope:
             f"The gateway failed to process this call (reference {call.call_id}).",
             detail_ref=call.call_id,
         )
-    await asyncio.shield(_record(call, envelope))
+    # No shield needed here: the committer writes a queued record even if this
+    # caller is cancelled while waiting for it.
+    await _record(call, envelope)
     return envelope
 
 
@@ -91,4 +93,5 @@ async def _record(call: Call, envelope: Envelope) -> None:
     try:
         await call.services.committer.append(audit_record(call, phase="final", envelope=envelope))
     finally:
-        await idempotency.finish(call, envelope)
+        if call.idempotency_scope is not None:
+            await asyncio.shield(idempotency.finish(call, envelope))
