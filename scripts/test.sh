@@ -12,9 +12,9 @@ if command -v pg_isready >/dev/null && ! pg_isready -q -h 127.0.0.1 -p 5432; the
 fi
 
 echo "== ruff check"
-.venv/bin/ruff check src tests benchmarks
+.venv/bin/ruff check src tests $( [ -d benchmarks ] && echo benchmarks )
 echo "== ruff format --check"
-.venv/bin/ruff format --check src tests benchmarks
+.venv/bin/ruff format --check src tests $( [ -d benchmarks ] && echo benchmarks )
 echo "== mypy (strict)"
 .venv/bin/mypy
 echo "== pytest"

@@ -97,3 +97,25 @@ async def test_key_survives_a_new_gate_on_the_same_store(
             "t.transfer", {"amount": 5, "to": "bob"}, principal=ALICE, idempotency_key="k"
         )
     assert counters.runs["transfer"] == 1 and again.call_id == first.call_id
+
+
+async def test_a_transient_failure_releases_the_key(make_gate: GateFactory) -> None:
+    counters = Counters()
+    async with make_gate([build(counters)]) as gate:
+        first = await gate.call("t.flaky_write", {}, principal=ALICE, idempotency_key="k")
+        second = await gate.call("t.flaky_write", {}, principal=ALICE, idempotency_key="k")
+    assert first.error is not None and first.error.kind is ErrorKind.TRANSIENT
+    assert not second.replayed  # it ran again: the first attempt had no effect
+    assert counters.runs["flaky_write"] == 2
+
+
+async def test_an_unknown_outcome_is_never_rerun_under_the_same_key(
+    make_gate: GateFactory,
+) -> None:
+    counters = Counters()
+    async with make_gate([build(counters)]) as gate:
+        first = await gate.call("t.hang_write", {}, principal=ALICE, idempotency_key="k")
+        second = await gate.call("t.hang_write", {}, principal=ALICE, idempotency_key="k")
+    assert first.error is not None and first.error.kind is ErrorKind.UNKNOWN_OUTCOME
+    assert second.replayed and second.error == first.error
+    assert counters.runs["hang_write"] == 1

@@ -128,7 +128,14 @@ async def finish(call: Call, envelope: Envelope) -> None:
     entry = call.services.inflight.pop(scope, None)
     try:
         if call.idempotency_owner:
-            await call.services.store.complete_idempotency(scope, envelope.model_dump(mode="json"))
+            store = call.services.store
+            if envelope.error is not None and envelope.error.kind is ErrorKind.TRANSIENT:
+                # Nothing happened: the same key may run again later.
+                await store.release_idempotency(scope, call_id=call.call_id)
+            else:
+                await store.complete_idempotency(
+                    scope, envelope.model_dump(mode="json"), call_id=call.call_id
+                )
     finally:
         if entry is not None and not entry.future.done():
             entry.future.set_result(envelope)

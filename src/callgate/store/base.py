@@ -120,8 +120,18 @@ class Store(Protocol):
         scope exists. Returns None when the claim succeeded, else the existing
         record. Expired records are replaced."""
 
-    async def complete_idempotency(self, scope: str, envelope: dict[str, Any]) -> None:
-        """Mark the scope's record ``done`` with the Envelope every later caller gets."""
+    async def complete_idempotency(
+        self, scope: str, envelope: dict[str, Any], *, call_id: str | None = None
+    ) -> None:
+        """Mark the scope's record ``done`` with the Envelope every later caller gets.
+
+        With ``call_id``, only a record claimed by that call is completed (a claim
+        that expired and was taken over by another call is left alone).
+        """
+
+    async def release_idempotency(self, scope: str, *, call_id: str) -> None:
+        """Delete the scope's ``pending`` record claimed by ``call_id``, so the key
+        can run again (used when the call had no effect, e.g. a transient error)."""
 
     async def get_idempotency(self, scope: str) -> IdempotencyRecord | None:
         """The live record for ``scope`` or None (expired records count as absent)."""

@@ -123,12 +123,20 @@ class MemoryStore:
         )
         return None
 
-    async def complete_idempotency(self, scope: str, envelope: dict[str, Any]) -> None:
+    async def complete_idempotency(
+        self, scope: str, envelope: dict[str, Any], *, call_id: str | None = None
+    ) -> None:
         await checkpoint()
         record = self._idempotency.get(scope)
-        if record is None:
+        if record is None or (call_id is not None and record.call_id != call_id):
             raise KeyError(f"no idempotency record for scope {scope!r}")
         self._idempotency[scope] = replace(record, state="done", envelope=_json(envelope))
+
+    async def release_idempotency(self, scope: str, *, call_id: str) -> None:
+        await checkpoint()
+        record = self._idempotency.get(scope)
+        if record is not None and record.call_id == call_id and record.state == "pending":
+            del self._idempotency[scope]
 
     async def get_idempotency(self, scope: str) -> IdempotencyRecord | None:
         await checkpoint()

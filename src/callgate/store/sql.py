@@ -22,7 +22,19 @@ from typing import Any, Literal
 
 import aiosqlite
 import anyio
-from sqlalchemy import Connection, Row, Table, case, event, func, insert, inspect, select, update
+from sqlalchemy import (
+    Connection,
+    Row,
+    Table,
+    case,
+    delete,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
@@ -426,20 +438,33 @@ class SQLStore:
             )
             return _idempotency_record(existing.one())
 
-    async def complete_idempotency(self, scope: str, envelope: dict[str, Any]) -> None:
+    async def complete_idempotency(
+        self, scope: str, envelope: dict[str, Any], *, call_id: str | None = None
+    ) -> None:
         """Mark the scope's record ``done`` with the Envelope every later caller gets.
 
         Raises:
-            KeyError: No record was ever claimed for ``scope``.
+            KeyError: No record was ever claimed for ``scope`` (by ``call_id``).
         """
         stmt = (
             update(idempotency)
             .where(idempotency.c.scope == scope)
             .values(state="done", envelope=envelope)
         )
+        if call_id is not None:
+            stmt = stmt.where(idempotency.c.call_id == call_id)
         async with self._begin(write=True) as conn:
             if (await conn.execute(stmt)).rowcount == 0:
                 raise KeyError(f"no idempotency record for scope {scope!r}")
+
+    async def release_idempotency(self, scope: str, *, call_id: str) -> None:
+        stmt = delete(idempotency).where(
+            idempotency.c.scope == scope,
+            idempotency.c.call_id == call_id,
+            idempotency.c.state == "pending",
+        )
+        async with self._begin(write=True) as conn:
+            await conn.execute(stmt)
 
     async def get_idempotency(self, scope: str) -> IdempotencyRecord | None:
         """The live record for ``scope`` or None (expired records count as absent)."""
