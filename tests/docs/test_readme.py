@@ -33,3 +33,37 @@ def test_first_five_minutes_example_runs(
     assert "permission You are not allowed to call ops.deploy_rollback" in out
     assert "alice ops.deploy_rollback None permission" in out
     assert (tmp_path / "callgate-readme.db").exists()
+
+
+def shell_commands() -> list[str]:
+    """The ``callgate ...`` lines of the README's shell examples (comments removed)."""
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S):
+        joined = block.replace("\\\n", " ")
+        for line in joined.splitlines():
+            line = line.split("  #", 1)[0].strip()
+            if line.startswith("callgate "):
+                commands.append(line)
+    return commands
+
+
+def test_readme_shell_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shlex
+
+    from typer.testing import CliRunner
+
+    from callgate.cli.app import app
+
+    monkeypatch.setenv("CALLGATE_STORE", f"sqlite:///{tmp_path / 'readme.db'}")
+    commands = shell_commands()
+    assert len(commands) >= 5
+    runner = CliRunner()
+    outputs = []
+    for command in commands:
+        result = runner.invoke(app, shlex.split(command)[1:])
+        assert result.exit_code == 0, (command, result.output)
+        outputs.append(result.output)
+    assert "ops.campaigns_find" in outputs[0]
+    assert "Autumn Sale_Search_Retarget" in outputs[2]
+    assert '"kind": "permission"' in outputs[3]
+    assert "ops.deploy_rollback" in outputs[4]
