@@ -15,8 +15,7 @@ import anyio
 import pytest
 
 from callgate.store import SQLStore
-
-from ..runtime.conftest import POSTGRES_URL, drop_schema
+from tests.pg import POSTGRES_URL, drop_schema
 
 CHILD = Path(__file__).with_name("crash_child.py")
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

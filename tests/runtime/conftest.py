@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
@@ -12,24 +11,11 @@ import pytest
 
 from callgate import Gate, Principal, Toolbox
 from callgate.store import MemoryStore, SQLStore, Store
-from callgate.store.sql import create_engine
-
-POSTGRES_URL = os.environ.get(
-    "CALLGATE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
-)
+from tests.pg import POSTGRES_URL, drop_schema
 
 ALICE = Principal(user="alice", tenant="acme", scopes={"r", "w"})
 
 GateFactory = Callable[..., Gate]
-
-
-async def drop_schema(schema: str) -> None:
-    engine = create_engine(POSTGRES_URL)
-    try:
-        async with engine.begin() as conn:
-            await conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-    finally:
-        await engine.dispose()
 
 
 @pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

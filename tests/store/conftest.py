@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -13,11 +12,7 @@ from typing import Any
 import pytest
 
 from callgate.store import AuditRecord, MemoryStore, SQLStore, Store
-from callgate.store.sql import create_engine
-
-POSTGRES_URL = os.environ.get(
-    "CALLGATE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
-)
+from tests.pg import POSTGRES_URL, drop_schema
 
 
 @pytest.fixture
@@ -36,15 +31,6 @@ class Database:
         return SQLStore(self.url, schema=self.schema, **options)
 
 
-async def _drop_schema(schema: str) -> None:
-    engine = create_engine(POSTGRES_URL)
-    try:
-        async with engine.begin() as conn:
-            await conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-    finally:
-        await engine.dispose()
-
-
 async def _database(kind: str, tmp_path: Path) -> AsyncIterator[Database]:
     if kind == "sqlite":
         yield Database(f"sqlite:///{tmp_path / 'store.db'}")
@@ -53,7 +39,7 @@ async def _database(kind: str, tmp_path: Path) -> AsyncIterator[Database]:
     try:
         yield Database(POSTGRES_URL, schema)
     finally:
-        await _drop_schema(schema)
+        await drop_schema(schema)
 
 
 SQL_KINDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]

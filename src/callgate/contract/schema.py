@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+_NAME_MAPS = ("properties", "patternProperties", "$defs")
+"""Keywords whose values map *names* to schemas: their keys are never keywords."""
+
 
 def clean_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """Drop the ``title`` entries pydantic derives from Python names.
@@ -12,37 +15,23 @@ def clean_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     They repeat the property name and cost tokens on every request. Property
     *names* called ``title`` are kept (only schema keywords are removed).
     """
-    return _clean(schema)  # type: ignore[no-any-return]
-
-
-def _clean(node: Any, *, in_properties: bool = False) -> Any:
-    if isinstance(node, Mapping):
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if not in_properties and key == "title" and isinstance(value, str):
-                continue
-            is_map = not in_properties and key in ("properties", "patternProperties", "$defs")
-            out[key] = _clean(value, in_properties=is_map)
-        return out
-    if isinstance(node, list):
-        return [_clean(item) for item in node]
-    return node
+    return _without_keyword(schema, "title", str)  # type: ignore[no-any-return]
 
 
 def without_required(schema: Mapping[str, Any]) -> dict[str, Any]:
     """The schema with every ``required`` list removed (nested ones included)."""
-    return _strip_required(schema)  # type: ignore[no-any-return]
+    return _without_keyword(schema, "required", list)  # type: ignore[no-any-return]
 
 
-def _strip_required(node: Any, *, in_properties: bool = False) -> Any:
+def _without_keyword(node: Any, keyword: str, kind: type, *, names: bool = False) -> Any:
     if isinstance(node, Mapping):
         out: dict[str, Any] = {}
         for key, value in node.items():
-            if not in_properties and key == "required" and isinstance(value, list):
+            if not names and key == keyword and isinstance(value, kind):
                 continue
-            is_map = not in_properties and key in ("properties", "patternProperties", "$defs")
-            out[key] = _strip_required(value, in_properties=is_map)
+            is_map = not names and key in _NAME_MAPS
+            out[key] = _without_keyword(value, keyword, kind, names=is_map)
         return out
     if isinstance(node, list):
-        return [_strip_required(item) for item in node]
+        return [_without_keyword(item, keyword, kind) for item in node]
     return node
