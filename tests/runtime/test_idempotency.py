@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import uuid
+from pathlib import Path
+
 import anyio
 import pytest
 
-from callgate import ErrorKind, Principal, Status
+from callgate import ErrorKind, Gate, Principal, Status
+from callgate.store import SQLStore
+from tests.pg import POSTGRES_URL, drop_schema
 
 from .conftest import ALICE, GateFactory
 from .tools import Counters, build
@@ -119,3 +124,40 @@ async def test_an_unknown_outcome_is_never_rerun_under_the_same_key(
     assert first.error is not None and first.error.kind is ErrorKind.UNKNOWN_OUTCOME
     assert second.replayed and second.error == first.error
     assert counters.runs["hang_write"] == 1
+
+
+async def test_two_replicas_on_one_store_run_the_key_once(store_kind: str, tmp_path: Path) -> None:
+    """Two gates with their own in-process state share one database, like replicas."""
+    if store_kind == "memory":
+        pytest.skip("replicas share a database, not a memory store")
+    counters = Counters()
+    schema = f"test_rep_{uuid.uuid4().hex[:12]}"
+
+    def store() -> SQLStore:
+        if store_kind == "sqlite":
+            return SQLStore(f"sqlite:///{tmp_path / 'shared.db'}")
+        return SQLStore(POSTGRES_URL, schema=schema)
+
+    results = []
+    try:
+        async with (
+            Gate([build(counters)], store=store()) as a,
+            Gate([build(counters)], store=store()) as b,
+        ):
+
+            async def one(gate: Gate) -> None:
+                results.append(
+                    await gate.call(
+                        "t.transfer", {"amount": 7, "to": "x"}, principal=ALICE, idempotency_key="r"
+                    )
+                )
+
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as tg:
+                    for i in range(20):
+                        tg.start_soon(one, a if i % 2 else b)
+    finally:
+        if store_kind == "postgres":
+            await drop_schema(schema)
+    assert counters.runs["transfer"] == 1
+    assert len({r.call_id for r in results}) == 1 and len(results) == 20
