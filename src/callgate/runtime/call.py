@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -51,7 +51,8 @@ class Limits:
 
 
 def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex}"
+    # 128 random bits like uuid4, at a quarter of the cost (two per call).
+    return f"{prefix}_{os.urandom(16).hex()}"
 
 
 def hash_json(value: Any) -> str:
@@ -72,7 +73,7 @@ class Call:
     idempotency_key: str | None = None
     timeout: float | None = None
     call_id: str = field(default_factory=lambda: new_id("call"))
-    trace_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    trace_id: str = field(default_factory=lambda: os.urandom(16).hex())
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     t0: float = field(default_factory=time.perf_counter)
 

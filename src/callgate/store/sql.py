@@ -132,7 +132,9 @@ def create_engine(
         engine = create_async_engine(parsed, echo=echo, poolclass=StaticPool)
         pragmas = ["foreign_keys=ON"]
     else:
-        engine = create_async_engine(parsed, echo=echo)
+        # Every transaction ends in an explicit commit or rollback (conn.begin()),
+        # so the pool's reset-on-return ROLLBACK is a wasted round trip per use.
+        engine = create_async_engine(parsed, echo=echo, pool_reset_on_return=None)
         pragmas = [
             f"busy_timeout={_BUSY_TIMEOUT_MS}",
             # A no-op once _enable_wal() has switched the file (the mode persists).
