@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Run callgate's benchmarks and print their figures (Markdown tables).
+#
+#   bash benchmarks/run.sh            # chain overhead + validation (~30 s)
+#   bash benchmarks/run.sh --quick    # fewer iterations: a smoke test, not figures
+#   bash benchmarks/run.sh --profile  # also where the time of a call goes
+#
+# Uses the project's .venv (or $PYTHON). Installs what the benchmarks need and the
+# package does not: the BFCL corpus (bfcl-eval, without its many dependencies)
+# and the jsonschema package to compare against. Set CALLGATE_BENCH_POSTGRES_URL
+# to use another PostgreSQL server; its rows are skipped when none is reachable.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PY="${PYTHON:-.venv/bin/python}"
+if [[ ! -x "$PY" ]]; then
+    echo "no Python at $PY: create the venv first (python -m venv .venv && .venv/bin/pip install -e '.[dev]')" >&2
+    exit 1
+fi
+if ! "$PY" -c 'import callgate' 2>/dev/null; then
+    echo "callgate is not installed in $PY: .venv/bin/pip install -e '.[dev]'" >&2
+    exit 1
+fi
+
+has() { "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$1') is None)"; }
+if ! has bfcl_eval; then
+    echo "installing bfcl-eval (--no-deps: only its data files are used)"
+    "$PY" -m pip install -q --no-deps bfcl-eval
+fi
+if ! has jsonschema; then
+    echo "installing jsonschema (the baseline of the validation benchmark)"
+    "$PY" -m pip install -q jsonschema
+fi
+
+chain_args=()
+validation_args=()
+profile=0
+for arg in "$@"; do
+    case "$arg" in
+        --quick)
+            chain_args+=(--calls 200 --warmup 40 --batches 4)
+            validation_args+=(--rounds 1 --min-seconds 0.05)
+            ;;
+        --profile) profile=1 ;;
+        *) echo "unknown option $arg (use --quick, --profile)" >&2; exit 2 ;;
+    esac
+done
+
+"$PY" benchmarks/chain_overhead.py "${chain_args[@]}"
+echo
+"$PY" benchmarks/validation.py "${validation_args[@]}"
+if [[ $profile == 1 ]]; then
+    echo
+    "$PY" benchmarks/profile_chain.py
+    echo
+    "$PY" benchmarks/whatif_audit.py
+fi
