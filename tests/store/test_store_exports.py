@@ -7,15 +7,19 @@ import callgate.store
 
 def test_exported_names() -> None:
     assert sorted(callgate.store.__all__) == [
+        "ApprovalRecord",
+        "ApprovalState",
         "AuditPhase",
         "AuditRecord",
         "GroupCommitter",
         "IdempotencyRecord",
         "IdempotencyState",
         "MemoryStore",
+        "PreviewRecord",
         "SQLStore",
         "Store",
         "StoredResult",
+        "Taint",
         "normalize_url",
         "open_store",
     ]

@@ -21,7 +21,15 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.anyio
 
-TABLES = {"alembic_version", "audit", "idempotency", "results"}
+TABLES = {
+    "alembic_version",
+    "approvals",
+    "audit",
+    "idempotency",
+    "previews",
+    "results",
+    "session_taints",
+}
 
 
 def alembic_config(connection: Connection | None = None) -> Config:

@@ -7,27 +7,35 @@ Open a store by URL with :func:`open_store`; write audit records through a
 from __future__ import annotations
 
 from callgate.store.base import (
+    ApprovalRecord,
+    ApprovalState,
     AuditPhase,
     AuditRecord,
     IdempotencyRecord,
     IdempotencyState,
+    PreviewRecord,
     Store,
     StoredResult,
+    Taint,
 )
 from callgate.store.batching import GroupCommitter
 from callgate.store.memory import MemoryStore
 from callgate.store.sql import SQLStore, normalize_url
 
 __all__ = [
+    "ApprovalRecord",
+    "ApprovalState",
     "AuditPhase",
     "AuditRecord",
     "GroupCommitter",
     "IdempotencyRecord",
     "IdempotencyState",
     "MemoryStore",
+    "PreviewRecord",
     "SQLStore",
     "Store",
     "StoredResult",
+    "Taint",
     "normalize_url",
     "open_store",
 ]

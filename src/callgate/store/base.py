@@ -14,11 +14,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-AuditPhase = Literal["intent", "final"]
+AuditPhase = Literal["intent", "final", "decision"]
 """``intent`` is written before a side-effecting tool runs, ``final`` once the call
-has an outcome. An intent without a final is a call whose outcome is unknown."""
+has an outcome. An intent without a final is a call whose outcome is unknown.
+``decision`` records a human's approval or denial (``call_id`` is then the
+approval id, ``user`` the decider)."""
 
 IdempotencyState = Literal["pending", "done"]
+
+ApprovalState = Literal["pending", "approved", "denied", "used"]
+"""``pending`` until a human decides; ``approved`` until the approved call runs
+(then ``used``, once); ``denied`` for good. Expiry is by ``expires_at``: a
+pending or approved record past it counts as expired."""
+
+Taint = Literal["private_data", "untrusted_content"]
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -85,6 +94,61 @@ class StoredResult:
     expires_at: datetime
 
 
+@dataclass(kw_only=True, frozen=True)
+class ApprovalRecord:
+    """A parked call waiting for (or bearing) a human decision.
+
+    ``arguments`` are exactly what the tool will receive (trusted fields
+    included); ``model_arguments`` what the model sent (validated), which the
+    resumed call replays. The approval binds to ``tool`` + ``args_hash`` +
+    ``user`` + ``tenant``: it cannot be used for anything else.
+    """
+
+    id: str
+    tool: str
+    arguments: dict[str, Any]
+    model_arguments: dict[str, Any]
+    args_hash: str
+    user: str
+    tenant: str | None
+    session_id: str | None
+    call_id: str
+    """The call that was parked."""
+    reason: str
+    rule: str | None
+    created_at: datetime
+    expires_at: datetime
+    state: ApprovalState = "pending"
+    impact: dict[str, Any] | None = None
+    """For a preview's apply: what the change will do (before/after, amounts)."""
+    preview_id: str | None = None
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    note: str | None = None
+    """The approver's note, or the reason of a denial."""
+    used_by_call: str | None = None
+    result: dict[str, Any] | None = None
+    """The Envelope of the call that ran once approved."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class PreviewRecord:
+    """What ``X_preview`` computed, bound to the exact arguments and caller."""
+
+    id: str
+    change: str
+    """The apply tool's full name."""
+    arguments: dict[str, Any]
+    """Everything the apply function will receive (trusted fields included)."""
+    args_hash: str
+    user: str
+    tenant: str | None
+    impact: Any
+    created_at: datetime
+    expires_at: datetime
+    approval_id: str | None = None
+
+
 @runtime_checkable
 class Store(Protocol):
     """Persistence used by the gate. All methods are safe under concurrency."""
@@ -142,3 +206,61 @@ class Store(Protocol):
 
     async def get_result(self, ref: str) -> StoredResult | None:
         """The stored result, or None if unknown or expired."""
+
+    # approvals ---------------------------------------------------------------
+    async def create_approval(self, record: ApprovalRecord) -> None:
+        """Insert a new (pending) approval. ``id`` is unique."""
+
+    async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
+        """The record, whatever its state or expiry; None if unknown."""
+
+    async def list_approvals(
+        self, *, state: ApprovalState | None = None, tenant: str | None = None, limit: int = 100
+    ) -> list[ApprovalRecord]:
+        """Newest first, optionally filtered by state and tenant."""
+
+    async def find_approval(
+        self, *, tool: str, args_hash: str, user: str, tenant: str | None
+    ) -> ApprovalRecord | None:
+        """The newest approval bound to exactly this call (any state)."""
+
+    async def decide_approval(
+        self,
+        approval_id: str,
+        *,
+        state: Literal["approved", "denied"],
+        decided_by: str,
+        note: str | None,
+        at: datetime,
+    ) -> ApprovalRecord | None:
+        """Move a ``pending``, unexpired approval to ``state`` atomically.
+
+        Returns the updated record, or None when it was not pending (already
+        decided, used, expired or unknown): a decision is taken once.
+        """
+
+    async def consume_approval(self, approval_id: str, *, call_id: str, at: datetime) -> bool:
+        """Move an ``approved``, unexpired approval to ``used`` atomically; True
+        for exactly one caller."""
+
+    async def set_approval_result(self, approval_id: str, envelope: dict[str, Any]) -> None:
+        """Keep the Envelope of the call that ran once approved."""
+
+    # previews ---------------------------------------------------------------
+    async def create_preview(self, record: PreviewRecord) -> None:
+        """Insert a preview. ``id`` is unique."""
+
+    async def get_preview(self, preview_id: str) -> PreviewRecord | None:
+        """The preview, even if expired (callers check ``expires_at``); None if unknown."""
+
+    async def set_preview_approval(self, preview_id: str, approval_id: str) -> None:
+        """Link the approval filed for applying this preview."""
+
+    # session taints (the lethal trifecta) -----------------------------------
+    async def add_session_taint(
+        self, session_id: str, taint: Taint, tool: str, at: datetime
+    ) -> None:
+        """Note that the session's context now holds ``taint`` (first tool kept)."""
+
+    async def session_taints(self, session_id: str) -> dict[str, str]:
+        """``{taint: first tool that brought it}`` for the session."""

@@ -12,11 +12,19 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from anyio.lowlevel import checkpoint
 
-from callgate.store.base import AuditRecord, IdempotencyRecord, StoredResult
+from callgate.store.base import (
+    ApprovalRecord,
+    ApprovalState,
+    AuditRecord,
+    IdempotencyRecord,
+    PreviewRecord,
+    StoredResult,
+    Taint,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -44,6 +52,9 @@ class MemoryStore:
         self._audit: list[AuditRecord] = []
         self._idempotency: dict[str, IdempotencyRecord] = {}
         self._results: dict[str, StoredResult] = {}
+        self._approvals: dict[str, ApprovalRecord] = {}
+        self._previews: dict[str, PreviewRecord] = {}
+        self._taints: dict[str, dict[str, str]] = {}
 
     async def __aenter__(self) -> MemoryStore:
         await self.open()
@@ -167,3 +178,117 @@ class MemoryStore:
         if result is None or result.expires_at <= datetime.now(UTC):
             return None
         return replace(result, content=_json(result.content))
+
+    # approvals ---------------------------------------------------------------
+    async def create_approval(self, record: ApprovalRecord) -> None:
+        await checkpoint()
+        if record.id in self._approvals:
+            raise ValueError(f"approval {record.id!r} exists already")
+        self._approvals[record.id] = _copy_approval(record)
+
+    async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
+        await checkpoint()
+        return self._approvals.get(approval_id)
+
+    async def list_approvals(
+        self, *, state: ApprovalState | None = None, tenant: str | None = None, limit: int = 100
+    ) -> list[ApprovalRecord]:
+        await checkpoint()
+        rows = [
+            r
+            for r in self._approvals.values()
+            if (state is None or r.state == state) and (tenant is None or r.tenant == tenant)
+        ]
+        rows.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+        return rows[:limit]
+
+    async def find_approval(
+        self, *, tool: str, args_hash: str, user: str, tenant: str | None
+    ) -> ApprovalRecord | None:
+        await checkpoint()
+        rows = [
+            r
+            for r in self._approvals.values()
+            if (r.tool, r.args_hash, r.user, r.tenant) == (tool, args_hash, user, tenant)
+        ]
+        return max(rows, key=lambda r: (r.created_at, r.id), default=None)
+
+    async def decide_approval(
+        self,
+        approval_id: str,
+        *,
+        state: Literal["approved", "denied"],
+        decided_by: str,
+        note: str | None,
+        at: datetime,
+    ) -> ApprovalRecord | None:
+        await checkpoint()
+        record = self._approvals.get(approval_id)
+        if record is None or record.state != "pending" or record.expires_at <= _utc(at):
+            return None
+        updated = replace(
+            record, state=state, decided_by=decided_by, decided_at=_utc(at), note=note
+        )
+        self._approvals[approval_id] = updated
+        return updated
+
+    async def consume_approval(self, approval_id: str, *, call_id: str, at: datetime) -> bool:
+        await checkpoint()
+        record = self._approvals.get(approval_id)
+        if record is None or record.state != "approved" or record.expires_at <= _utc(at):
+            return False
+        self._approvals[approval_id] = replace(record, state="used", used_by_call=call_id)
+        return True
+
+    async def set_approval_result(self, approval_id: str, envelope: dict[str, Any]) -> None:
+        await checkpoint()
+        record = self._approvals.get(approval_id)
+        if record is None:
+            raise KeyError(f"no approval {approval_id!r}")
+        self._approvals[approval_id] = replace(record, result=_json(envelope))
+
+    # previews ---------------------------------------------------------------
+    async def create_preview(self, record: PreviewRecord) -> None:
+        await checkpoint()
+        if record.id in self._previews:
+            raise ValueError(f"preview {record.id!r} exists already")
+        self._previews[record.id] = replace(
+            record,
+            arguments=_json(record.arguments),
+            impact=_json(record.impact),
+            created_at=_utc(record.created_at),
+            expires_at=_utc(record.expires_at),
+        )
+
+    async def get_preview(self, preview_id: str) -> PreviewRecord | None:
+        await checkpoint()
+        return self._previews.get(preview_id)
+
+    async def set_preview_approval(self, preview_id: str, approval_id: str) -> None:
+        await checkpoint()
+        record = self._previews.get(preview_id)
+        if record is None:
+            raise KeyError(f"no preview {preview_id!r}")
+        self._previews[preview_id] = replace(record, approval_id=approval_id)
+
+    # session taints -----------------------------------------------------------
+    async def add_session_taint(
+        self, session_id: str, taint: Taint, tool: str, at: datetime
+    ) -> None:
+        await checkpoint()
+        self._taints.setdefault(session_id, {}).setdefault(taint, tool)
+
+    async def session_taints(self, session_id: str) -> dict[str, str]:
+        await checkpoint()
+        return dict(self._taints.get(session_id, {}))
+
+
+def _copy_approval(record: ApprovalRecord) -> ApprovalRecord:
+    return replace(
+        record,
+        arguments=_json(record.arguments),
+        model_arguments=_json(record.model_arguments),
+        impact=_json(record.impact),
+        created_at=_utc(record.created_at),
+        expires_at=_utc(record.expires_at),
+    )

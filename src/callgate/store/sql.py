@@ -26,6 +26,7 @@ from sqlalchemy import (
     Connection,
     Row,
     Table,
+    Update,
     case,
     delete,
     event,
@@ -41,9 +42,25 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
-from callgate.store.base import AuditRecord, IdempotencyRecord, StoredResult
+from callgate.store.base import (
+    ApprovalRecord,
+    ApprovalState,
+    AuditRecord,
+    IdempotencyRecord,
+    PreviewRecord,
+    StoredResult,
+    Taint,
+)
 from callgate.store.sqlite_writer import SQLiteAuditWriter
-from callgate.store.tables import as_utc, audit, idempotency, results
+from callgate.store.tables import (
+    approvals,
+    as_utc,
+    audit,
+    idempotency,
+    previews,
+    results,
+    session_taints,
+)
 
 __all__ = ["SQLStore", "SQLiteSynchronous", "create_engine", "normalize_url"]
 
@@ -57,7 +74,7 @@ _DRIVERS = {
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _BEGIN_OPTION = "callgate_sqlite_begin"
 _BUSY_TIMEOUT_MS = 5000
-_MIGRATIONS_HEAD = "0001"
+_MIGRATIONS_HEAD = "0002"
 """The newest revision in ``migrations/versions`` (a test keeps the two equal)."""
 _AUDIT_FIELDS = tuple(f.name for f in fields(AuditRecord) if f.name != "seq")
 
@@ -503,6 +520,194 @@ class SQLStore:
         async with self._begin(write=False) as conn:
             row = (await conn.execute(stmt)).first()
         return None if row is None else StoredResult(**row._asdict())
+
+    # approvals ---------------------------------------------------------------
+    async def create_approval(self, record: ApprovalRecord) -> None:
+        """Insert a new approval.
+
+        Raises:
+            ValueError: An approval with this ``id`` exists already.
+        """
+        row = {f.name: getattr(record, f.name) for f in fields(ApprovalRecord)}
+        row["created_at"] = as_utc(record.created_at)
+        row["expires_at"] = as_utc(record.expires_at)
+        if record.decided_at is not None:
+            row["decided_at"] = as_utc(record.decided_at)
+        await self._insert_once(approvals, row, f"approval {record.id!r} exists already")
+
+    async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
+        """The record, whatever its state or expiry; None if unknown."""
+        stmt = select(approvals).where(approvals.c.id == approval_id)
+        async with self._begin(write=False) as conn:
+            row = (await conn.execute(stmt)).first()
+        return None if row is None else ApprovalRecord(**row._asdict())
+
+    async def list_approvals(
+        self, *, state: ApprovalState | None = None, tenant: str | None = None, limit: int = 100
+    ) -> list[ApprovalRecord]:
+        """Newest first (by ``created_at``, then ``id``), optionally filtered."""
+        stmt = select(approvals).order_by(*self._newest_first()).limit(limit)
+        if state is not None:
+            stmt = stmt.where(approvals.c.state == state)
+        if tenant is not None:
+            stmt = stmt.where(approvals.c.tenant == tenant)
+        async with self._begin(write=False) as conn:
+            rows = (await conn.execute(stmt)).all()
+        return [ApprovalRecord(**row._asdict()) for row in rows]
+
+    async def find_approval(
+        self, *, tool: str, args_hash: str, user: str, tenant: str | None
+    ) -> ApprovalRecord | None:
+        """The newest approval bound to exactly this call (any state)."""
+        stmt = (
+            select(approvals)
+            .where(
+                approvals.c.tool == tool,
+                approvals.c.args_hash == args_hash,
+                approvals.c.user == user,
+                # `== None` renders IS NULL: a tenantless call matches tenantless rows.
+                approvals.c.tenant == tenant,
+            )
+            .order_by(*self._newest_first())
+            .limit(1)
+        )
+        async with self._begin(write=False) as conn:
+            row = (await conn.execute(stmt)).first()
+        return None if row is None else ApprovalRecord(**row._asdict())
+
+    async def decide_approval(
+        self,
+        approval_id: str,
+        *,
+        state: Literal["approved", "denied"],
+        decided_by: str,
+        note: str | None,
+        at: datetime,
+    ) -> ApprovalRecord | None:
+        """Move a ``pending``, unexpired approval to ``state`` atomically.
+
+        One conditional UPDATE: across processes and replicas, exactly one of
+        several concurrent deciders matches the row.
+
+        Returns:
+            The updated record, or None when it was not pending (already
+            decided, used, expired or unknown).
+        """
+        at = as_utc(at)
+        stmt = (
+            update(approvals)
+            .where(
+                approvals.c.id == approval_id,
+                approvals.c.state == "pending",
+                approvals.c.expires_at > at,
+            )
+            .values(state=state, decided_by=decided_by, decided_at=at, note=note)
+            .returning(*approvals.c)
+        )
+        async with self._begin(write=True) as conn:
+            row = (await conn.execute(stmt)).first()
+        return None if row is None else ApprovalRecord(**row._asdict())
+
+    async def consume_approval(self, approval_id: str, *, call_id: str, at: datetime) -> bool:
+        """Move an ``approved``, unexpired approval to ``used`` atomically; True
+        for exactly one caller, across processes and replicas."""
+        stmt = (
+            update(approvals)
+            .where(
+                approvals.c.id == approval_id,
+                approvals.c.state == "approved",
+                approvals.c.expires_at > as_utc(at),
+            )
+            .values(state="used", used_by_call=call_id)
+        )
+        async with self._begin(write=True) as conn:
+            return (await conn.execute(stmt)).rowcount == 1
+
+    async def set_approval_result(self, approval_id: str, envelope: dict[str, Any]) -> None:
+        """Keep the Envelope of the call that ran once approved.
+
+        Raises:
+            KeyError: No approval has this id.
+        """
+        stmt = update(approvals).where(approvals.c.id == approval_id).values(result=envelope)
+        await self._update_one(stmt, f"no approval {approval_id!r}")
+
+    def _newest_first(self) -> tuple[Any, ...]:
+        # Ties on created_at fall back to the id in code point order on both
+        # backends (PostgreSQL would otherwise use the database's locale).
+        by_id = approvals.c.id.collate("C") if self._dialect == "postgresql" else approvals.c.id
+        return approvals.c.created_at.desc(), by_id.desc()
+
+    # previews ---------------------------------------------------------------
+    async def create_preview(self, record: PreviewRecord) -> None:
+        """Insert a preview.
+
+        Raises:
+            ValueError: A preview with this ``id`` exists already.
+        """
+        row = {f.name: getattr(record, f.name) for f in fields(PreviewRecord)}
+        row["created_at"] = as_utc(record.created_at)
+        row["expires_at"] = as_utc(record.expires_at)
+        await self._insert_once(previews, row, f"preview {record.id!r} exists already")
+
+    async def get_preview(self, preview_id: str) -> PreviewRecord | None:
+        """The preview, even if expired (callers check ``expires_at``); None if unknown."""
+        stmt = select(previews).where(previews.c.id == preview_id)
+        async with self._begin(write=False) as conn:
+            row = (await conn.execute(stmt)).first()
+        return None if row is None else PreviewRecord(**row._asdict())
+
+    async def set_preview_approval(self, preview_id: str, approval_id: str) -> None:
+        """Link the approval filed for applying this preview.
+
+        Raises:
+            KeyError: No preview has this id.
+        """
+        stmt = update(previews).where(previews.c.id == preview_id).values(approval_id=approval_id)
+        await self._update_one(stmt, f"no preview {preview_id!r}")
+
+    # session taints -----------------------------------------------------------
+    async def add_session_taint(
+        self, session_id: str, taint: Taint, tool: str, at: datetime
+    ) -> None:
+        """Note that the session's context now holds ``taint`` (first tool kept)."""
+        row = {"session_id": session_id, "taint": taint, "tool": tool, "first_at": as_utc(at)}
+        stmt = (
+            self._insert(session_taints)
+            .values(row)
+            .on_conflict_do_nothing(
+                index_elements=[session_taints.c.session_id, session_taints.c.taint]
+            )
+        )
+        async with self._begin(write=True) as conn:
+            await conn.execute(stmt)
+
+    async def session_taints(self, session_id: str) -> dict[str, str]:
+        """``{taint: first tool that brought it}`` for the session."""
+        stmt = select(session_taints.c.taint, session_taints.c.tool).where(
+            session_taints.c.session_id == session_id
+        )
+        async with self._begin(write=False) as conn:
+            return dict((await conn.execute(stmt)).all())
+
+    # shared write helpers -----------------------------------------------------
+    async def _insert_once(self, table: Table, row: dict[str, Any], exists: str) -> None:
+        """Insert ``row`` unless its primary key is taken; raise ValueError(exists) if so."""
+        stmt = (
+            self._insert(table)
+            .values(row)
+            .on_conflict_do_nothing(index_elements=list(table.primary_key.columns))
+            .returning(*table.primary_key.columns)
+        )
+        async with self._begin(write=True) as conn:
+            if (await conn.execute(stmt)).first() is None:
+                raise ValueError(exists)
+
+    async def _update_one(self, stmt: Update, missing: str) -> None:
+        """Run an UPDATE of one row by key; raise KeyError(missing) if none matched."""
+        async with self._begin(write=True) as conn:
+            if (await conn.execute(stmt)).rowcount == 0:
+                raise KeyError(missing)
 
 
 def _audit_row(record: AuditRecord) -> dict[str, Any]:

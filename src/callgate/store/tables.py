@@ -18,13 +18,24 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
 )
 from sqlalchemy.types import TypeDecorator
 
-__all__ = ["UTCDateTime", "as_utc", "audit", "idempotency", "metadata", "results"]
+__all__ = [
+    "UTCDateTime",
+    "approvals",
+    "as_utc",
+    "audit",
+    "idempotency",
+    "metadata",
+    "previews",
+    "results",
+    "session_taints",
+]
 
 # Named constraints let later migrations drop or alter them by name on every backend.
 metadata = MetaData(
@@ -125,4 +136,59 @@ results = Table(
     Column("content", JSON, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("expires_at", UTCDateTime, nullable=False),
+)
+
+approvals = Table(
+    "approvals",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("tool", String, nullable=False),
+    Column("arguments", JSON, nullable=False),
+    Column("model_arguments", JSON, nullable=False),
+    Column("args_hash", String, nullable=False),
+    Column("user", String, nullable=False),
+    Column("tenant", String),
+    Column("session_id", String),
+    Column("call_id", String, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("rule", String),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("state", String, nullable=False),
+    # SQL NULL rather than JSON 'null' when there is no impact / no result yet.
+    Column("impact", JSON(none_as_null=True)),
+    Column("preview_id", String),
+    Column("decided_by", String),
+    Column("decided_at", UTCDateTime),
+    Column("note", Text),
+    Column("used_by_call", String),
+    Column("result", JSON(none_as_null=True)),
+    Index(None, "tool", "args_hash", "user", "tenant"),
+    Index(None, "state", "created_at"),
+)
+
+previews = Table(
+    "previews",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("change", String, nullable=False),
+    Column("arguments", JSON, nullable=False),
+    Column("args_hash", String, nullable=False),
+    Column("user", String, nullable=False),
+    Column("tenant", String),
+    # Any JSON value, null included (stored as JSON 'null', not SQL NULL).
+    Column("impact", JSON, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("approval_id", String),
+)
+
+session_taints = Table(
+    "session_taints",
+    metadata,
+    Column("session_id", String, nullable=False),
+    Column("taint", String, nullable=False),
+    Column("tool", String, nullable=False),
+    Column("first_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("session_id", "taint"),
 )
