@@ -117,7 +117,11 @@ async def test_built_gate_runs_calls_with_the_configured_policy_and_context(
         small = await gate.call("shop.refund", {"order_id": "O-1", "amount": 20}, principal=CAROL)
         big = await gate.call("shop.refund", {"order_id": "O-1", "amount": 500}, principal=CAROL)
 
-    assert [s.name for s in gate.tools()] == ["callgate.read_more", "shop.refund"]
+    assert [s.name for s in gate.tools()] == [
+        "callgate.approval_status",
+        "callgate.read_more",
+        "shop.refund",
+    ]
     assert small.payload == {"order_id": "O-1", "refunded": 20, "region": "eu-west-1"}
     assert big.status == "pending_approval"
     assert big.decision is not None

@@ -26,6 +26,7 @@ from callgate.errors import (
     UnknownOutcomeError,
     UnrecoverableError,
 )
+from callgate.runtime.approvals import ApprovalError, Approvals
 from callgate.runtime.call import Limits
 from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status, Timing, Truncation
 from callgate.runtime.gate import Gate
@@ -34,6 +35,8 @@ from callgate.runtime.policy import Effect, Policy, PolicyError, Rule
 __version__ = "0.1.0"
 
 __all__ = [
+    "ApprovalError",
+    "Approvals",
     "BusinessStateError",
     "ConstructionError",
     "Decision",

@@ -69,7 +69,9 @@ def test_policy_can_park_a_call_as_pending_approval(cli: Cli) -> None:
     assert envelope["status"] == "pending_approval"
     assert envelope["decision"]["effect"] == "require_approval"
     assert envelope["decision"]["rule"] == "large-budget-needs-approval"
-    assert "Nothing was executed" in envelope["payload"]["message"]
+    assert "Nothing was executed" in envelope["error"]["message_for_model"]
+    assert envelope["error"]["kind"] == "business_state"
+    assert envelope["payload"]["approval_id"].startswith("apr_")
 
 
 def test_readable_ok_output_shows_status_decision_and_payload(cli: Cli) -> None:

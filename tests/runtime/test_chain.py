@@ -292,8 +292,9 @@ async def test_policy_deny_and_require_approval(make_gate: GateFactory) -> None:
     assert "mallory is blocked" in denied.error.message_for_model
     assert denied.decision is not None and denied.decision.rule == "no-mallory"
     assert pending.status is Status.PENDING_APPROVAL
-    assert "large transfer" in pending.payload["message"]
-    assert "Nothing was executed" in pending.payload["message"]
+    assert pending.error is not None and "large transfer" in pending.error.message_for_model
+    assert "Nothing was executed" in pending.error.message_for_model
+    assert pending.payload["approval_id"].startswith("apr_")
     assert fine.ok and other_tool.ok  # a rule reading a missing key does not match
     assert counters.runs["transfer"] == 1
     assert [r.decision for r in records] == ["deny", "require_approval", "allow", "allow", "allow"]

@@ -74,7 +74,7 @@ def summarize(records: Sequence[AuditRecord]) -> list[CallSummary]:
 
 
 def _summary(group: list[AuditRecord]) -> CallSummary:
-    finals = [r for r in group if r.phase == "final"]
+    finals = [r for r in group if r.phase != "intent"]
     last = finals[-1] if finals else group[-1]
     return CallSummary(
         call_id=last.call_id,

@@ -23,7 +23,7 @@ from callgate.cli.audit_view import dropped_fields, summarize
 from callgate.config import GateConfig
 from callgate.contract import Principal
 from callgate.runtime.call import Limits
-from callgate.runtime.envelope import Envelope
+from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.gate import Gate, store_from_url
 from callgate.store import AuditRecord, Store
 
@@ -109,7 +109,9 @@ STEPS = (
 
 
 def _outcome(envelope: Envelope) -> str:
-    return envelope.error.kind.value if envelope.error else envelope.status.value
+    if envelope.status is Status.ERROR and envelope.error is not None:
+        return envelope.error.kind.value
+    return envelope.status.value
 
 
 async def run_tour(out: Console, config: GateConfig, store_url: str) -> None:

@@ -83,7 +83,7 @@ def render_envelope(
     """Status, decision, error and next step, payload, then any truncation notice."""
     head = Text.assemble((envelope.tool, "bold"), "  ")
     head.append(envelope.status.value, style=STATUS_STYLES.get(envelope.status, "bold"))
-    if envelope.error is not None:
+    if envelope.error is not None and envelope.status.value == "error":
         head.append(f" ({envelope.error.kind.value})", style="red")
     if envelope.replayed:
         head.append("  replayed: stored result, the tool did not run again", style="cyan")

@@ -7,11 +7,14 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from callgate.contract.annotations import RiskTier, ToolAnnotations, derive_risk
 from callgate.contract.context import ToolContext, TrustedField
 from callgate.contract.naming import check_tool_name
+
+if TYPE_CHECKING:
+    from callgate.contract.change import ChangeBinding
 
 ConciseView = Callable[[Any], Any]
 """Turns a tool's detailed (JSON-able) result into its concise form."""
@@ -67,6 +70,8 @@ class ToolSpec:
     private_data: bool = False
     """The tool returns the user's private data (used by the trifecta guard)."""
     tags: frozenset[str] = frozenset()
+    change: ChangeBinding | None = None
+    """Set on the preview, apply and status tools of a declared change."""
     contract_hash: str = ""
 
     def __post_init__(self) -> None:
@@ -94,6 +99,10 @@ class ToolSpec:
     @property
     def retry_safe(self) -> bool:
         """Whether running it twice is harmless (read-only or idempotent)."""
+        if self.change is not None and self.change.role == "apply":
+            # Its idempotence comes from the preview id, claimed once per id: a
+            # retry inside the same call would run the apply function twice.
+            return False
         eff = self.effective_annotations
         return bool(eff.read_only or eff.idempotent)
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 from callgate.contract.annotations import RiskTier
+from callgate.contract.change import ChangeBuilder
 from callgate.contract.function import spec_from_function
 from callgate.contract.naming import check_toolbox_name
 from callgate.contract.spec import ConciseView, ToolSpec
@@ -111,6 +112,36 @@ class Toolbox:
             return func
 
         return register(fn) if fn is not None else register
+
+    def change(
+        self,
+        name: str,
+        *,
+        scopes: Iterable[str] = (),
+        ttl: float = 600.0,
+        destructive: bool = True,
+        open_world: bool = False,
+        risk: RiskTier | str | None = None,
+        timeout: float | None = None,
+        title: str | None = None,
+    ) -> ChangeBuilder:
+        """Declare a previewed change: ``<name>_preview``, ``_apply`` and ``_status``.
+
+        Decorate the impact function with ``.preview`` and the performing one with
+        ``.apply``; see ``callgate.contract.change``. ``ttl`` is how long a preview
+        id stays valid (stated in the tool descriptions).
+        """
+        return ChangeBuilder(
+            self,
+            name,
+            scopes=scopes,
+            ttl=ttl,
+            destructive=destructive,
+            open_world=open_world,
+            risk=risk,
+            timeout=timeout,
+            title=title,
+        )
 
     def add(self, fn: Callable[..., Any], **options: Any) -> ToolSpec:
         """Register ``fn``; options given here override those of ``@tool``.

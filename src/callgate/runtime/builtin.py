@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from callgate.contract import Toolbox, ToolContext
 from callgate.errors import ConstructionError, PermissionDenied
+from callgate.runtime.approvals import effective_state
 from callgate.runtime.call import Limits
 from callgate.runtime.cursor import BadCursor, Cursor
 from callgate.runtime.shaping import CHARS_PER_TOKEN, notice, page
@@ -86,5 +87,50 @@ def builtin_toolbox(store: Store, limits: Limits) -> Toolbox:
             else f"end of result: items {parsed.offset:,} to {parsed.offset + pg.shown:,} "
             f"of {pg.total:,} shown.",
         )
+
+    @box.tool(read_only=True, open_world=False, title="Check an approval request")
+    async def approval_status(approval_id: str, ctx: ToolContext) -> dict[str, Any]:
+        """Tell where a request that needed a human's approval stands.
+
+        Use it when a call answered pending_approval and the user asks whether it went
+        through. States: pending, approved (call the tool again with the same arguments
+        to run it), denied (with the reason), used (it ran; its result is included),
+        expired.
+
+        Args:
+            approval_id: The id from the pending_approval answer, like apr_....
+        """
+        record = await store.get_approval(approval_id)
+        principal = ctx.principal
+        if record is None or record.tenant != principal.tenant:
+            raise ConstructionError(
+                f"No approval request {approval_id!r}.",
+                next_step="Use the approval_id exactly as it was given.",
+            )
+        if record.user != principal.user:
+            raise PermissionDenied(
+                "That approval request was filed by someone else.",
+                next_step="Do not retry; only its requester can follow it up.",
+            )
+        state = effective_state(record)
+        out: dict[str, Any] = {
+            "approval_id": record.id,
+            "tool": record.tool,
+            "state": state,
+            "reason": record.reason,
+            "expires_at": record.expires_at.isoformat(),
+        }
+        if record.decided_by:
+            out["decided_by"] = record.decided_by
+            out["note"] = record.note
+        if state == "approved":
+            out["next_step"] = f"Call {record.tool} again with exactly the same arguments."
+        if record.result is not None:
+            out["result"] = {
+                "status": record.result.get("status"),
+                "payload": record.result.get("payload"),
+                "error": record.result.get("error"),
+            }
+        return out
 
     return box

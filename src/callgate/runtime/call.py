@@ -15,7 +15,8 @@ from callgate.errors import ErrorKind, default_next_step
 from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status, Timing
 
 if TYPE_CHECKING:
-    from callgate.runtime.services import Services
+    from callgate.runtime.services import InFlight, Services
+    from callgate.store import PreviewRecord
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -39,6 +40,8 @@ class Limits:
     """Estimated tokens of payload the model receives at most; the rest is kept
     in the store and readable by cursor."""
     idempotency_ttl: timedelta = timedelta(hours=24)
+    approval_ttl: timedelta = timedelta(hours=24)
+    """How long a parked call waits for a human, and an approval stays usable."""
     result_ttl: timedelta = timedelta(hours=24)
 
     def __post_init__(self) -> None:
@@ -89,16 +92,30 @@ class Call:
     payload: Any = None
     detail: dict[str, Any] = field(default_factory=dict)
     """Operator-only facts for the audit record."""
+    impact: Any = None
+    """For the apply of a previewed change: the preview's impact (seen by policy)."""
+    preview: PreviewRecord | None = None
+    approval_to_consume: str | None = None
+    """An approved approval for this exact call, used once the call owns its run."""
+    approval_id: str | None = None
+    """The approval this call ran under (its Envelope is kept on the approval)."""
     intent_written: bool = False
     idempotency_scope: str | None = None
+    """Set only on the call that registered the key's in-flight entry."""
     idempotency_owner: bool = False
+    inflight: InFlight | None = None
 
     @property
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.t0) * 1000
 
     def full_arguments(self) -> dict[str, Any]:
-        """Model arguments plus injected trusted values: exactly what the tool gets."""
+        """Model arguments plus injected trusted values: exactly what the tool gets.
+
+        For the apply of a previewed change: the previewed arguments and the id.
+        """
+        if self.preview is not None and self.spec is not None and self.spec.change is not None:
+            return {**self.preview.arguments, "preview_id": self.preview.id}
         return {**self.arguments, **self.injected}
 
     def envelope(

@@ -15,6 +15,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from callgate.contract import Principal, Toolbox, ToolSpec
 from callgate.runtime import pipeline
+from callgate.runtime.approvals import ApprovalError, Approvals
 from callgate.runtime.builtin import BUILTIN_TOOLBOX, builtin_toolbox
 from callgate.runtime.call import Call, Limits
 from callgate.runtime.envelope import Envelope
@@ -237,6 +238,38 @@ class Gate:
                 self._portal_cm = start_blocking_portal(backend="asyncio")
                 self._portal = self._portal_cm.__enter__()
             return self._portal
+
+    # approvals -------------------------------------------------------------
+    async def approvals(self) -> Approvals:
+        """The human side of approvals: list, get, approve, deny (decisions audited)."""
+        await self.open()
+        assert self._services is not None
+        return Approvals(self.store, audit=self._services.committer)
+
+    async def resume(
+        self, approval_id: str, *, principal: Principal, session_id: str | None = None
+    ) -> Envelope:
+        """Run an approved call: exactly the parked arguments, through the whole chain.
+
+        The call is authorized again with ``principal`` as it is now, and the
+        approval is consumed by this one run; pending or denied approvals answer
+        as the call itself would (``pending_approval``, permission error).
+
+        Raises:
+            ApprovalError: no such approval, or it belongs to another user or tenant.
+        """
+        await self.open()
+        record = await self.store.get_approval(approval_id)
+        if record is None:
+            raise ApprovalError(f"no approval request {approval_id!r}")
+        if (record.user, record.tenant) != (principal.user, principal.tenant):
+            raise ApprovalError(f"{approval_id} was filed by another user or tenant")
+        return await self.call(
+            record.tool,
+            record.model_arguments,
+            principal=principal,
+            session_id=session_id if session_id is not None else record.session_id,
+        )
 
     # introspection -----------------------------------------------------------
     def tools(self, principal: Principal | None = None, *, builtin: bool = True) -> list[ToolSpec]:

@@ -1,10 +1,11 @@
 """Idempotency keys: the same key runs the tool once; every caller gets its Envelope.
 
 Within one process, concurrent callers with the same key wait on the first
-caller's future. Across processes and replicas the store's unique claim decides
-who runs; the others poll the store for the stored Envelope. A claim whose call
-never recorded an outcome (its process died) is reported as an unknown outcome,
-never silently re-run.
+caller's in-flight entry. Across processes and replicas the store's unique
+claim decides who runs; the others poll the store for the stored Envelope. A
+claim whose call never recorded an outcome (its process died) is reported as
+an unknown outcome, never silently re-run. A transient failure, or a
+cancellation before any effect, releases the key so it can run again.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from callgate.store import IdempotencyRecord
 
 _POLL_START = 0.02
 _POLL_MAX = 0.5
+_STALE_MARGIN = timedelta(seconds=5)
 
 
 def scope_of(call: Call) -> str:
@@ -44,22 +46,27 @@ def _conflict(call: Call) -> Envelope:
 async def begin(call: Call) -> Envelope | None:
     """Claim the key, or return the Envelope this caller must get instead of running.
 
-    On None the caller owns the key and must run the tool, then ``finish``.
+    On None the caller owns the key and must run the tool; ``finish`` (called by
+    the record stage) stores its Envelope and wakes the waiters.
     """
     services = call.services
-    scope = call.idempotency_scope = scope_of(call)
+    scope = scope_of(call)
     assert call.args_hash is not None
-    running = services.inflight.get(scope)
-    if running is not None:
+    while (running := services.inflight.get(scope)) is not None:
         if running.args_hash != call.args_hash:
             return _conflict(call)
-        call.detail["idempotency"] = "waited for the in-flight call"
-        return replay(await asyncio.shield(running.future))
+        outcome = await asyncio.shield(running.future)
+        if outcome is not None:
+            call.detail["idempotency"] = "waited for the in-flight call"
+            return replay(outcome)
+        # The registrant left without an answer: look again.
 
     # Registered before the first await so that concurrent callers in this process
     # find it instead of racing to the store.
-    future: asyncio.Future[Envelope] = asyncio.get_running_loop().create_future()
-    services.inflight[scope] = InFlight(args_hash=call.args_hash, future=future)
+    entry = InFlight(args_hash=call.args_hash, future=asyncio.get_running_loop().create_future())
+    services.inflight[scope] = entry
+    call.idempotency_scope = scope
+    call.inflight = entry
     now = datetime.now(UTC)
     try:
         existing = await services.store.claim_idempotency(
@@ -72,29 +79,43 @@ async def begin(call: Call) -> Envelope | None:
                 expires_at=now + services.limits.idempotency_ttl,
             )
         )
-    except BaseException:
-        services.inflight.pop(scope, None)
-        future.cancel()
-        raise
-    if existing is None:
-        call.idempotency_owner = True
-        return None
-    try:
+        if existing is None:
+            call.idempotency_owner = True
+            return None
         outcome = await _existing_outcome(call, existing)
     except BaseException:
-        services.inflight.pop(scope, None)
-        future.cancel()
+        _leave(call, None)
         raise
-    services.inflight.pop(scope, None)
-    future.set_result(outcome)
+    _leave(call, outcome)
     return outcome
+
+
+def _leave(call: Call, outcome: Envelope | None) -> None:
+    """Unregister this call's in-flight entry (only its own) and wake its waiters."""
+    entry = call.inflight
+    if entry is None or call.idempotency_scope is None:
+        return
+    call.inflight = None
+    if call.services.inflight.get(call.idempotency_scope) is entry:
+        del call.services.inflight[call.idempotency_scope]
+    if not entry.future.done():
+        entry.future.set_result(outcome)
+
+
+def _stale_after(call: Call, record: IdempotencyRecord) -> datetime:
+    """When a claim without outcome can no longer be running: the tool's own time
+    budget (every attempt and backoff) after the claim, plus a margin."""
+    from callgate.runtime.stages.execute import effective_timeout  # avoids a cycle
+
+    limits = call.services.limits
+    budget = (effective_timeout(call) + limits.backoff_max) * limits.max_attempts
+    return record.created_at + timedelta(seconds=budget) + _STALE_MARGIN
 
 
 async def _existing_outcome(call: Call, record: IdempotencyRecord) -> Envelope:
     if record.args_hash != call.args_hash:
         return _conflict(call)
-    limits = call.services.limits
-    deadline = record.created_at + timedelta(seconds=limits.max_timeout * limits.max_attempts + 5)
+    deadline = _stale_after(call, record)
     delay = _POLL_START
     while True:
         if record.state == "done" and record.envelope is not None:
@@ -114,28 +135,41 @@ async def _existing_outcome(call: Call, record: IdempotencyRecord) -> Envelope:
         delay = min(delay * 2, _POLL_MAX)
         fresh = await call.services.store.get_idempotency(record.scope)
         if fresh is None:
-            # Expired meanwhile: nothing more to wait for; report what is known.
-            deadline = datetime.now(UTC)
-            continue
+            # Released (a transient failure) or expired: nothing more to wait for.
+            return call.fail(
+                ErrorKind.TRANSIENT,
+                f"The earlier call with idempotency key {call.idempotency_key!r} did not "
+                "complete; nothing was done.",
+                retryable=True,
+            )
         record = fresh
 
 
 async def finish(call: Call, envelope: Envelope) -> None:
-    """Store the owner's Envelope for later callers and wake the waiting ones."""
+    """Store the owner's Envelope for later callers and wake the waiting ones.
+
+    A transient failure or a cancellation before any effect releases the key:
+    nothing happened, so the same key may run again.
+    """
     scope = call.idempotency_scope
     if scope is None:
         return
-    entry = call.services.inflight.pop(scope, None)
+    released = envelope.error is not None and envelope.error.kind is ErrorKind.TRANSIENT
+    cancelled = call.detail.get("cancelled") is True
     try:
         if call.idempotency_owner:
             store = call.services.store
-            if envelope.error is not None and envelope.error.kind is ErrorKind.TRANSIENT:
-                # Nothing happened: the same key may run again later.
+            if released:
                 await store.release_idempotency(scope, call_id=call.call_id)
             else:
-                await store.complete_idempotency(
-                    scope, envelope.model_dump(mode="json"), call_id=call.call_id
-                )
+                try:
+                    await store.complete_idempotency(
+                        scope, envelope.model_dump(mode="json"), call_id=call.call_id
+                    )
+                except KeyError:
+                    # Our claim expired and another call took the key meanwhile.
+                    call.detail["idempotency"] = "claim lost before completion"
     finally:
-        if entry is not None and not entry.future.done():
-            entry.future.set_result(envelope)
+        # Waiters of a cancelled owner look again (one of them will run it);
+        # otherwise they share the owner's Envelope.
+        _leave(call, None if (released and cancelled) else envelope)

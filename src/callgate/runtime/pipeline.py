@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from callgate.errors import ErrorKind
-from callgate.runtime import idempotency
+from callgate.runtime import approvals, idempotency
 from callgate.runtime.call import Call
 from callgate.runtime.envelope import Envelope
 from callgate.runtime.recording import audit_record
@@ -75,6 +75,7 @@ async def _stages(call: Call) -> Envelope:
 
 
 def _cancelled(call: Call) -> Envelope:
+    call.detail["cancelled"] = True
     if call.intent_written:
         return call.fail(
             ErrorKind.UNKNOWN_OUTCOME,
@@ -92,6 +93,7 @@ def _cancelled(call: Call) -> Envelope:
 async def _record(call: Call, envelope: Envelope) -> None:
     try:
         await call.services.committer.append(audit_record(call, phase="final", envelope=envelope))
+        await approvals.keep_result(call, envelope)
     finally:
         if call.idempotency_scope is not None:
             await asyncio.shield(idempotency.finish(call, envelope))

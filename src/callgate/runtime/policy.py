@@ -7,11 +7,14 @@ Conditions are Common Expression Language (CEL) over four variables:
 - ``args``: the exact arguments the tool would receive (trusted fields included)
 - ``principal``: user, tenant, scopes, roles, attributes
 - ``session``: id (empty string when the call has none)
+- ``impact``: for the apply of a previewed change, what the preview computed
+  (an empty map otherwise)
 
 CEL is side-effect free and always terminates, so policy written by operators
-cannot hang or change the gate. All matching rules count and the strictest
-effect wins (deny, then require_approval, then allow); if none match, the
-policy's default applies.
+cannot hang or change the gate. All matching rules count and the strongest
+effect wins: deny, then auto_approve (an explicit exception that grants the
+approval another rule requires; honoured for tools of trusted sources only),
+then require_approval, then allow. If none match, the policy's default applies.
 
 A rule whose condition reads an argument the tool does not declare
 (``args.amount`` for a tool without ``amount``) does not apply to that tool, so
@@ -46,10 +49,13 @@ def referenced_args(condition: str) -> frozenset[str]:
 class Effect(StrEnum):
     ALLOW = "allow"
     REQUIRE_APPROVAL = "require_approval"
+    AUTO_APPROVE = "auto_approve"
+    """Grants the approval another rule requires, for tools of trusted sources only
+    (for an untrusted source it is ignored and the approval stays required)."""
     DENY = "deny"
 
 
-_STRICTNESS = {Effect.ALLOW: 0, Effect.REQUIRE_APPROVAL: 1, Effect.DENY: 2}
+_STRICTNESS = {Effect.ALLOW: 0, Effect.REQUIRE_APPROVAL: 1, Effect.AUTO_APPROVE: 2, Effect.DENY: 3}
 
 
 class PolicyError(ValueError):
@@ -138,8 +144,12 @@ class Rule:
 
 
 def _declared(spec: ToolSpec) -> set[str]:
-    props = spec.input_schema.get("properties", {})
-    return {*props, *spec.trusted_fields}
+    names = {*spec.input_schema.get("properties", {}), *spec.trusted_fields}
+    performer = spec.change.performer if spec.change is not None else None
+    if performer is not None:
+        # An apply tool acts on the previewed arguments: rules may read them.
+        names |= {*performer.input_schema.get("properties", {}), *performer.trusted_fields}
+    return names
 
 
 class PolicyEvaluationError(RuntimeError):
@@ -206,7 +216,12 @@ class Policy:
 
 
 def activation(
-    spec: ToolSpec, arguments: Mapping[str, Any], principal: Principal, session_id: str | None
+    spec: ToolSpec,
+    arguments: Mapping[str, Any],
+    principal: Principal,
+    session_id: str | None,
+    *,
+    impact: Any = None,
 ) -> dict[str, Any]:
     """The variables CEL conditions see for one call."""
     eff = spec.effective_annotations
@@ -226,4 +241,5 @@ def activation(
         "args": dict(arguments),
         "principal": principal.as_cel(),
         "session": {"id": session_id or ""},
+        "impact": impact if isinstance(impact, Mapping) else {},
     }

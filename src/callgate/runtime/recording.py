@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from callgate.runtime.call import Call
-from callgate.runtime.envelope import Envelope
+from callgate.runtime.envelope import Envelope, Status
 from callgate.store import AuditPhase, AuditRecord
 
 
@@ -16,7 +16,9 @@ def audit_record(call: Call, *, phase: AuditPhase, envelope: Envelope | None = N
     status = None
     if envelope is not None:
         status = envelope.status.value
-        outcome = envelope.error.kind.value if envelope.error else envelope.status.value
+        # A pending call carries an explanation in ``error`` but its outcome is its status.
+        is_error = envelope.status is Status.ERROR and envelope.error is not None
+        outcome = envelope.error.kind.value if is_error else envelope.status.value  # type: ignore[union-attr]
     detail = dict(call.detail)
     if envelope is not None and envelope.raw_ref:
         detail["raw_ref"] = envelope.raw_ref

@@ -23,7 +23,9 @@ class InFlight:
     """A call with an idempotency key that is running in this process."""
 
     args_hash: str
-    future: asyncio.Future[Envelope]
+    future: asyncio.Future[Envelope | None]
+    """Resolved with the Envelope every waiter gets, or None when the registrant
+    left without one (cancelled, failed): waiters then look again."""
 
 
 @dataclass(kw_only=True)

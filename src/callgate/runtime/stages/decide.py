@@ -1,19 +1,35 @@
-"""Stage 6: policy decides allow, deny or require_approval."""
+"""Stage 6: policy decides allow, deny or require_approval (and the trifecta guard)."""
 
 from __future__ import annotations
 
 from callgate.errors import ErrorKind
+from callgate.runtime import approvals, trifecta
 from callgate.runtime.call import Call
-from callgate.runtime.envelope import Decision, Envelope, Status
-from callgate.runtime.policy import Effect, activation
+from callgate.runtime.envelope import Decision, Envelope
+from callgate.runtime.policy import Effect, Verdict, activation
 
 
 async def decide(call: Call) -> Envelope | None:
     spec = call.spec
     assert spec is not None
     verdict = call.services.policy.decide(
-        activation(spec, call.full_arguments(), call.principal, call.session_id), spec
+        activation(
+            spec, call.full_arguments(), call.principal, call.session_id, impact=call.impact
+        ),
+        spec,
     )
+    verdict = await trifecta.guard(call, verdict)
+    if verdict.effect is Effect.AUTO_APPROVE:
+        if spec.trusted_source:
+            call.decision = Decision(
+                effect="auto_approved", reason=verdict.reason, rule=verdict.rule
+            )
+            return None
+        verdict = Verdict(
+            effect=Effect.REQUIRE_APPROVAL,
+            reason=f"{verdict.reason or 'auto-approval'} (not for tools of an untrusted source)",
+            rule=verdict.rule,
+        )
     call.decision = Decision(effect=verdict.effect.value, reason=verdict.reason, rule=verdict.rule)
     if verdict.effect is Effect.ALLOW:
         return None
@@ -25,13 +41,4 @@ async def decide(call: Call) -> Envelope | None:
             next_step="Do not retry the same request. Explain this to the user, or hand over "
             "to a human.",
         )
-    reason = verdict.reason or f"policy requires a human's approval for {spec.name}"
-    return call.envelope(
-        Status.PENDING_APPROVAL,
-        payload={
-            "message": f"Nothing was executed: {reason}. A human must approve this exact "
-            "request before it can run.",
-            "reason": reason,
-            "next_step": "Tell the user this action needs approval; do not retry it yourself.",
-        },
-    )
+    return await approvals.require(call, verdict)

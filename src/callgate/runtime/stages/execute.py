@@ -13,7 +13,7 @@ import anyio
 
 from callgate.contract import ToolContext
 from callgate.errors import ErrorKind, ToolError, TransientError
-from callgate.runtime import idempotency
+from callgate.runtime import approvals, changes, idempotency, trifecta
 from callgate.runtime.call import Call
 from callgate.runtime.envelope import Envelope
 from callgate.runtime.recording import audit_record
@@ -32,10 +32,20 @@ async def execute(call: Call) -> Envelope | None:
     assert spec is not None
     services = call.services
 
+    if spec.change is not None and spec.change.role == "status":
+        async with asyncio.timeout(effective_timeout(call)):
+            call.payload = await changes.status(call)
+        return None
+
     if call.idempotency_key:
         early = await idempotency.begin(call)
         if early is not None:
             return early
+
+    # Only the call that owns this run may use an approval (exactly once).
+    parked = await approvals.consume(call)
+    if parked is not None:
+        return parked
 
     limit = services.limits.duplicate_call_limit
     if call.session_id and limit and call.args_hash:
@@ -62,6 +72,9 @@ async def execute(call: Call) -> Envelope | None:
         outcome = await _attempt(call, timeout)
         if not isinstance(outcome, _Failure):
             call.payload = outcome
+            await trifecta.note_result(call)
+            if spec.change is not None and spec.change.role == "preview":
+                call.payload = await changes.after_preview(call, outcome)
             return None
         retry = (
             outcome.kind is ErrorKind.TRANSIENT
@@ -151,12 +164,16 @@ async def _attempt(call: Call, timeout: float) -> Any:
                 f"{spec.name} did not answer within {timeout:g} seconds.",
                 next_step="Try again in a moment; if it keeps timing out, narrow the request.",
             )
+        check = (
+            f"call {spec.change.status_tool} with the same preview_id"
+            if spec.change is not None
+            else "check the current state (with a read or status tool)"
+        )
         return _Failure(
             ErrorKind.UNKNOWN_OUTCOME,
             f"{spec.name} did not answer within {timeout:g} seconds. The change may or may "
             "not have been made.",
-            next_step="Do not retry. First check the current state (with a read or status "
-            "tool) to see whether the change happened.",
+            next_step=f"Do not retry. First {check} to see whether the change happened.",
         )
     except Exception as exc:
         call.detail["exception"] = {

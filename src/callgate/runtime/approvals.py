@@ -1,0 +1,300 @@
+"""Human approval: park a call bound to its exact inputs; decide once; resume once.
+
+When policy says ``require_approval``, the call is parked as an approval
+record holding *exactly* what the tool would receive (trusted fields
+included) and, for a preview's apply, the previewed impact. The caller gets a
+``pending_approval`` Envelope naming the approval. A human approves or denies
+it (CLI, HTTP API, later the console and MCP elicitation); the decision is
+audited.
+
+An approved call does not run by itself: it runs when its caller makes the
+same call again (same tool, same arguments, same user and tenant), or resumes
+it with ``Gate.resume(approval_id)``. That call passes the whole chain again
+(so it is authorized again with the caller's scopes of *now*), and the
+approval is consumed by exactly one run; its Envelope is kept on the approval.
+An approval never covers other arguments, never runs twice and expires.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from typing import Any
+
+from callgate.errors import ErrorKind
+from callgate.runtime.call import Call
+from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status
+from callgate.runtime.policy import Verdict
+from callgate.store import ApprovalRecord, AuditRecord, Store
+
+
+class ApprovalError(Exception):
+    """A decision that cannot be taken (unknown, already decided, expired, not allowed)."""
+
+
+def new_approval_id() -> str:
+    return "apr_" + secrets.token_urlsafe(9)
+
+
+def is_live(record: ApprovalRecord, now: datetime | None = None) -> bool:
+    return record.expires_at > (now or datetime.now(UTC))
+
+
+def effective_state(record: ApprovalRecord, now: datetime | None = None) -> str:
+    """The state a person should see: ``expired`` for a pending or approved one past its time."""
+    if record.state in ("pending", "approved") and not is_live(record, now):
+        return "expired"
+    return record.state
+
+
+def pending_envelope(call: Call, record: ApprovalRecord) -> Envelope:
+    """What the caller gets while its call waits for a human."""
+    assert call.spec is not None
+    return call.envelope(
+        Status.PENDING_APPROVAL,
+        payload={
+            "approval_id": record.id,
+            "state": "pending",
+            "reason": record.reason,
+            "expires_at": record.expires_at.isoformat(),
+        },
+        error=ErrorInfo(
+            kind=ErrorKind.BUSINESS_STATE,
+            message_for_model=(
+                f"Nothing was executed: this needs a human's approval ({record.reason}). "
+                f"An approval request has been filed: {record.id}."
+            ),
+            next_step=(
+                f"Tell the user that request {record.id} awaits approval. Once it is approved, "
+                f"call {call.spec.name} again with exactly the same arguments; do not change "
+                "them, or a new approval is needed."
+            ),
+            retryable=False,
+        ),
+    )
+
+
+async def park(call: Call, verdict: Verdict, *, reason: str | None = None) -> Envelope:
+    """File a new approval for exactly this call and answer ``pending_approval``."""
+    record = await file_approval(call, verdict, reason=reason)
+    return pending_envelope(call, record)
+
+
+async def file_approval(
+    call: Call,
+    verdict: Verdict,
+    *,
+    reason: str | None = None,
+    tool: str | None = None,
+    arguments: dict[str, Any] | None = None,
+    model_arguments: dict[str, Any] | None = None,
+    args_hash: str | None = None,
+    impact: Any = None,
+    preview_id: str | None = None,
+) -> ApprovalRecord:
+    """Store a pending approval (for this call, or for another bound call: a preview's apply)."""
+    assert call.spec is not None
+    now = datetime.now(UTC)
+    record = ApprovalRecord(
+        id=new_approval_id(),
+        tool=tool or call.spec.name,
+        arguments=arguments if arguments is not None else call.full_arguments(),
+        model_arguments=model_arguments if model_arguments is not None else call.arguments,
+        args_hash=args_hash or call.args_hash or "",
+        user=call.principal.user,
+        tenant=call.principal.tenant,
+        session_id=call.session_id,
+        call_id=call.call_id,
+        reason=reason or verdict.reason or "policy requires a human's approval",
+        rule=verdict.rule,
+        created_at=now,
+        expires_at=now + call.services.limits.approval_ttl,
+        impact=impact if impact is not None else call.impact,
+        preview_id=preview_id or (call.preview.id if call.preview else None),
+    )
+    await call.services.store.create_approval(record)
+    call.detail["approval_filed"] = record.id
+    return record
+
+
+async def require(call: Call, verdict: Verdict) -> Envelope | None:
+    """Policy said require_approval: answer from the approval bound to this exact call.
+
+    Returns an Envelope (pending, denied) or None when an approved approval may
+    be used: it is consumed in the execute stage by the call that owns the run.
+    """
+    assert call.spec is not None and call.args_hash is not None
+    store = call.services.store
+    existing = await store.find_approval(
+        tool=call.spec.name,
+        args_hash=call.args_hash,
+        user=call.principal.user,
+        tenant=call.principal.tenant,
+    )
+    if existing is None or not is_live(existing):
+        return await park(call, verdict)
+    if existing.state == "pending":
+        return pending_envelope(call, existing)
+    if existing.state == "denied":
+        why = existing.note or "no reason given"
+        return call.fail(
+            ErrorKind.PERMISSION,
+            f"A human ({existing.decided_by}) denied this request ({existing.id}): {why}.",
+            next_step="Do not retry. Tell the user it was denied and why.",
+        )
+    if existing.state == "used" and not call.idempotency_key:
+        # One approval, one run: the same call again needs a new decision.
+        return await park(call, verdict)
+    call.approval_to_consume = existing.id
+    call.decision = Decision(
+        effect="approved",
+        reason=f"approved by {existing.decided_by}"
+        + (f": {existing.note}" if existing.note else ""),
+        rule=verdict.rule,
+    )
+    return None
+
+
+async def consume(call: Call) -> Envelope | None:
+    """Use the approval for this run (exactly once), or park the call again."""
+    approval_id = call.approval_to_consume
+    if approval_id is None:
+        return None
+    store = call.services.store
+    if await store.consume_approval(approval_id, call_id=call.call_id, at=datetime.now(UTC)):
+        call.approval_id = approval_id
+        return None
+    # Used meanwhile by another run of the same request, or expired.
+    assert call.decision is not None
+    verdict = Verdict(effect=call.decision.effect, reason=None, rule=call.decision.rule)  # type: ignore[arg-type]
+    return await park(call, verdict, reason=f"approval {approval_id} was already used or expired")
+
+
+async def keep_result(call: Call, envelope: Envelope) -> None:
+    if call.approval_id is not None:
+        await call.services.store.set_approval_result(
+            call.approval_id, envelope.model_dump(mode="json")
+        )
+
+
+class Approvals:
+    """The human side: list, inspect, approve, deny. Every decision is audited."""
+
+    def __init__(self, store: Store, *, audit: Any) -> None:
+        self._store = store
+        self._audit = audit  # GroupCommitter-like: ``await append(record)``
+
+    async def list(
+        self, *, state: str | None = None, tenant: str | None = None, limit: int = 100
+    ) -> list[ApprovalRecord]:
+        """Newest first. ``state='expired'`` lists pending/approved ones past their time."""
+        if state == "expired":
+            rows = await self._store.list_approvals(tenant=tenant, limit=limit * 4)
+            return [r for r in rows if effective_state(r) == "expired"][:limit]
+        rows = await self._store.list_approvals(
+            state=state,  # type: ignore[arg-type]
+            tenant=tenant,
+            limit=limit,
+        )
+        if state in ("pending", "approved"):
+            rows = [r for r in rows if is_live(r)]
+        return rows
+
+    async def get(self, approval_id: str) -> ApprovalRecord | None:
+        return await self._store.get_approval(approval_id)
+
+    async def approve(
+        self, approval_id: str, *, by: str, note: str | None = None
+    ) -> ApprovalRecord:
+        """Approve a pending request.
+
+        Raises:
+            ApprovalError: unknown, not pending (decided, used or expired), or the
+                approver is the requester (nobody approves their own request).
+        """
+        return await self._decide(approval_id, "approved", by=by, note=note)
+
+    async def deny(self, approval_id: str, *, by: str, reason: str) -> ApprovalRecord:
+        """Deny a pending request; the caller is told ``reason``.
+
+        Raises:
+            ApprovalError: unknown, or not pending (decided, used or expired).
+        """
+        if not reason.strip():
+            raise ApprovalError("a denial needs a reason: the requester is told it")
+        return await self._decide(approval_id, "denied", by=by, note=reason)
+
+    async def _decide(
+        self, approval_id: str, state: str, *, by: str, note: str | None
+    ) -> ApprovalRecord:
+        record = await self._store.get_approval(approval_id)
+        if record is None:
+            raise ApprovalError(f"no approval request {approval_id!r}")
+        if state == "approved" and by == record.user:
+            raise ApprovalError(
+                f"{by} filed {approval_id} and cannot approve it; another person must"
+            )
+        current = effective_state(record)
+        if current != "pending":
+            raise ApprovalError(f"{approval_id} is {current}; a decision is taken once")
+        now = datetime.now(UTC)
+        decided = await self._store.decide_approval(
+            approval_id,
+            state=state,  # type: ignore[arg-type]
+            decided_by=by,
+            note=note,
+            at=now,
+        )
+        if decided is None:
+            latest = await self._store.get_approval(approval_id)
+            shown = effective_state(latest) if latest else "gone"
+            raise ApprovalError(f"{approval_id} is {shown}; a decision is taken once")
+        await self._audit.append(
+            AuditRecord(
+                call_id=approval_id,
+                phase="decision",
+                at=now,
+                trace_id=record.call_id,
+                tool=record.tool,
+                user=by,
+                tenant=record.tenant,
+                session_id=record.session_id,
+                args_hash=record.args_hash,
+                decision=state,
+                decision_reason=note,
+                status="decision",
+                outcome=state,
+                detail={
+                    "approval_id": approval_id,
+                    "requested_by": record.user,
+                    "parked_call": record.call_id,
+                },
+            )
+        )
+        return decided
+
+
+def approval_json(record: ApprovalRecord) -> dict[str, Any]:
+    """An approval as the CLI and HTTP API show it: every exact argument included."""
+    return {
+        "id": record.id,
+        "state": effective_state(record),
+        "tool": record.tool,
+        "arguments": record.arguments,
+        "model_arguments": record.model_arguments,
+        "impact": record.impact,
+        "preview_id": record.preview_id,
+        "reason": record.reason,
+        "rule": record.rule,
+        "requested_by": record.user,
+        "tenant": record.tenant,
+        "session_id": record.session_id,
+        "call_id": record.call_id,
+        "created_at": record.created_at.isoformat(),
+        "expires_at": record.expires_at.isoformat(),
+        "decided_by": record.decided_by,
+        "decided_at": record.decided_at.isoformat() if record.decided_at else None,
+        "note": record.note,
+        "used_by_call": record.used_by_call,
+        "result": record.result,
+    }

@@ -1,0 +1,244 @@
+"""The runtime side of preview / apply (see ``callgate.contract.change``).
+
+- preview: the preview function runs like any read-only tool; its impact and
+  the exact arguments are then kept as a PreviewRecord with a short-lived,
+  unguessable id bound to the caller and tenant. The apply tool's policy is
+  decided right away on those arguments and that impact, so the model learns
+  at once when the change will need a human, and the approval is filed then.
+- apply: the id is bound to the stored arguments (it takes nothing else), the
+  caller must be the one who previewed, and the id is the call's idempotency
+  key: the apply function runs once per id, every caller gets its Envelope,
+  and a timed-out apply is an unknown outcome, never retried.
+- status: reads what happened to an id, for reconciling after a timeout.
+"""
+
+from __future__ import annotations
+
+import functools
+import secrets
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import anyio
+
+from callgate.contract import ToolContext, ToolSpec
+from callgate.errors import ErrorKind
+from callgate.runtime import approvals
+from callgate.runtime.call import Call, hash_json
+from callgate.runtime.envelope import Envelope
+from callgate.runtime.policy import Effect, activation
+from callgate.store import PreviewRecord
+
+PREVIEW_ID = "preview_id"
+
+
+def new_preview_id() -> str:
+    return "pv_" + secrets.token_urlsafe(18)
+
+
+async def bind(call: Call) -> Envelope | None:
+    """For apply and status: find the preview and check it belongs to this caller."""
+    spec = call.spec
+    assert spec is not None and spec.change is not None
+    preview_id = call.arguments.get(PREVIEW_ID)
+    record = await call.services.store.get_preview(preview_id) if preview_id else None
+    again = f"Call {spec.change.preview_tool} again to get a new preview_id."
+    if record is None or record.change != spec.change.apply_tool:
+        return call.fail(
+            ErrorKind.CONSTRUCTION,
+            f"Unknown preview_id {preview_id!r} for {spec.change.apply_tool}.",
+            next_step=f"Use the preview_id exactly as returned. {again}",
+        )
+    if record.user != call.principal.user or record.tenant != call.principal.tenant:
+        return call.fail(
+            ErrorKind.PERMISSION,
+            "That preview belongs to another user or tenant; a preview can only be applied "
+            "by whoever made it.",
+            next_step=again,
+        )
+    call.preview = record
+    call.impact = record.impact
+    if spec.change.role == "apply" and record.expires_at <= datetime.now(UTC):
+        return call.fail(
+            ErrorKind.CONSTRUCTION,
+            f"Preview {preview_id} expired at {record.expires_at:%Y-%m-%d %H:%M:%S} UTC; "
+            "nothing was changed.",
+            next_step=again,
+        )
+    return None
+
+
+def apply_arguments(record: PreviewRecord) -> dict[str, Any]:
+    """What the apply call is bound to: the previewed arguments and the id."""
+    return {**record.arguments, PREVIEW_ID: record.id}
+
+
+async def inject_apply(call: Call) -> Envelope | None:
+    """Give the apply function exactly the previewed arguments."""
+    spec = call.spec
+    assert spec is not None and spec.change is not None and call.preview is not None
+    performer = spec.change.performer
+    assert performer is not None
+    stored = call.preview.arguments
+    model_args = {
+        k: v for k, v in stored.items() if k in performer.input_schema.get("properties", {})
+    }
+    call.prepared, _ = performer.handler.prepare(model_args)
+    call.injected = {k: stored[k] for k in performer.trusted_fields}
+    # The id is the idempotency key: one run per preview, whoever sends it.
+    call.idempotency_key = call.preview.id
+    call.args_hash = hash_json(apply_arguments(call.preview))
+    return None
+
+
+async def _verify(call: Call, verifier: ToolSpec) -> bool:
+    """Ask the live system whether the previewed change is in effect."""
+    assert call.preview is not None
+    stored = call.preview.arguments
+    kwargs, _ = verifier.handler.prepare(
+        {k: v for k, v in stored.items() if k in verifier.input_schema.get("properties", {})}
+    )
+    injected = {k: stored[k] for k in verifier.trusted_fields}
+    ctx = ToolContext(
+        call_id=call.call_id,
+        trace_id=call.trace_id,
+        tool=verifier.name,
+        principal=call.principal,
+        session_id=call.session_id,
+        idempotency_key=None,
+        deadline=datetime.now(UTC) + timedelta(seconds=30),
+        attempt=1,
+    )
+    if verifier.handler.is_async:
+        result = await verifier.handler.invoke(kwargs, injected, ctx)
+    else:
+        result = await anyio.to_thread.run_sync(
+            functools.partial(verifier.handler.invoke, kwargs, injected, ctx),
+            limiter=call.services.thread_limiter,
+        )
+    return bool(result)
+
+
+async def after_preview(call: Call, impact: Any) -> dict[str, Any]:
+    """Keep the preview, decide the apply's policy now, and say what comes next."""
+    spec = call.spec
+    assert spec is not None and spec.change is not None
+    services = call.services
+    apply_spec = services.registry.get(spec.change.apply_tool)
+    assert apply_spec is not None
+    now = datetime.now(UTC)
+    preview_id = new_preview_id()
+    arguments = call.full_arguments()
+    bound = {**arguments, PREVIEW_ID: preview_id}
+    verdict = services.policy.decide(
+        activation(apply_spec, bound, call.principal, call.session_id, impact=impact),
+        apply_spec,
+    )
+    needs_human = verdict.effect is Effect.REQUIRE_APPROVAL or (
+        verdict.effect is Effect.AUTO_APPROVE and not apply_spec.trusted_source
+    )
+    # A preview awaiting a human stays valid as long as its approval can be given.
+    ttl = services.limits.approval_ttl if needs_human else timedelta(seconds=spec.change.ttl)
+    record = PreviewRecord(
+        id=preview_id,
+        change=spec.change.apply_tool,
+        arguments=arguments,
+        args_hash=hash_json(bound),
+        user=call.principal.user,
+        tenant=call.principal.tenant,
+        impact=impact,
+        created_at=now,
+        expires_at=now + ttl,
+    )
+    await services.store.create_preview(record)
+    call.detail["preview_id"] = preview_id
+    out: dict[str, Any] = {
+        "preview_id": preview_id,
+        "expires_at": record.expires_at.isoformat(),
+        "impact": impact,
+    }
+    if verdict.effect is Effect.DENY:
+        out["next_step"] = (
+            f"This change would be refused: {verdict.reason or 'policy does not allow it'}. "
+            "Do not apply it; tell the user."
+        )
+        out["policy"] = {"effect": "deny", "reason": verdict.reason}
+        return out
+    if needs_human:
+        approval = await approvals.file_approval(
+            call,
+            verdict,
+            tool=apply_spec.name,
+            arguments=bound,
+            model_arguments={PREVIEW_ID: preview_id},
+            args_hash=record.args_hash,
+            impact=impact,
+            preview_id=preview_id,
+        )
+        await services.store.set_preview_approval(preview_id, approval.id)
+        out["approval"] = {
+            "approval_id": approval.id,
+            "state": "pending",
+            "reason": approval.reason,
+        }
+        out["next_step"] = (
+            f"This change needs a human's approval ({approval.reason}); an approval request "
+            f"has been filed: {approval.id}. Tell the user. Once it is approved, call "
+            f"{apply_spec.name} with this preview_id."
+        )
+        return out
+    out["next_step"] = (
+        f"Show the user the impact. To make exactly this change, call {apply_spec.name} "
+        f"with this preview_id before it expires."
+    )
+    return out
+
+
+async def status(call: Call) -> dict[str, Any]:
+    """Whether a previewed change was applied (after ``bind``)."""
+    spec = call.spec
+    assert spec is not None and spec.change is not None and call.preview is not None
+    record = call.preview
+    services = call.services
+    scope = f"{record.tenant or '-'}/{spec.change.apply_tool}/{record.id}"
+    claim = await services.store.get_idempotency(scope)
+    now = datetime.now(UTC)
+    out: dict[str, Any] = {"preview_id": record.id, "impact": record.impact}
+    if claim is None:
+        out["state"] = "not_applied"
+        out["preview_valid"] = record.expires_at > now
+        out["expires_at"] = record.expires_at.isoformat()
+    elif claim.state == "pending":
+        out["state"] = "applying"
+        out["note"] = (
+            "The apply started and has no recorded outcome yet. If it started long ago, "
+            "its process stopped: check the system itself before doing anything else."
+        )
+    else:
+        envelope = claim.envelope or {}
+        error = envelope.get("error")
+        out["state"] = "failed" if error else "applied"
+        out["applied_by_call"] = claim.call_id
+        out["result"] = envelope.get("payload")
+        if error:
+            out["error"] = {"kind": error["kind"], "message": error["message_for_model"]}
+            if error["kind"] == ErrorKind.UNKNOWN_OUTCOME:
+                out["state"] = "unknown"
+    if out["state"] in ("applying", "unknown") and spec.change.verifier is not None:
+        in_effect = await _verify(call, spec.change.verifier)
+        out["state"] = "applied" if in_effect else "not_applied"
+        out["verified"] = (
+            "checked on the live system: the change is in effect"
+            if in_effect
+            else "checked on the live system: the change is not in effect"
+        )
+    if record.approval_id:
+        approval = await services.store.get_approval(record.approval_id)
+        if approval is not None:
+            out["approval"] = {
+                "approval_id": approval.id,
+                "state": approvals.effective_state(approval, now),
+                "decided_by": approval.decided_by,
+                "note": approval.note,
+            }
+    return out
