@@ -316,8 +316,11 @@ async def test_policy_fails_closed_on_evaluation_errors() -> None:
     policy = Policy([Rule("deny", when="args.amount / 0 > 1", reason="math")])
     async with memory_gate(policy=policy) as gate:
         env = await gate.call("t.transfer", {"amount": 5, "to": "x"}, principal=ALICE)
+        records = await gate.audit()
     assert env.error is not None and env.error.kind is ErrorKind.PERMISSION
-    assert "could not be evaluated" in env.error.message_for_model
+    assert "math" in env.error.message_for_model
+    assert "evaluated" not in env.error.message_for_model  # internals stay in the audit
+    assert "could not be evaluated" in records[-1].detail["policy_problem"]
 
 
 def test_bad_cel_is_refused_when_the_policy_is_built() -> None:
@@ -408,3 +411,85 @@ async def test_missing_principal_attribute_fails_closed() -> None:
     assert env.error is not None and env.error.kind is ErrorKind.PERMISSION
     assert "needs clearance" in env.error.message_for_model
     assert ok.ok
+
+
+async def test_a_hung_sync_tool_cannot_eat_the_threads() -> None:
+    import threading
+
+    from callgate import Toolbox
+
+    release = threading.Event()
+    box = Toolbox("h")
+
+    @box.tool(read_only=True, timeout=0.05)
+    def stuck() -> None:
+        """Blocks until released."""
+        release.wait(10)
+
+    try:
+        async with Gate([box], store=MemoryStore(), limits=Limits(backoff_base=0.001)) as gate:
+            answers = [await gate.call("h.stuck", {}, principal=ALICE) for _ in range(10)]
+    finally:
+        release.set()
+    assert all(a.error is not None and a.error.kind is ErrorKind.TRANSIENT for a in answers)
+    # a timed-out sync attempt is not retried (its thread still runs): one thread per call
+    assert all(a.timing is not None and a.timing.attempts == 1 for a in answers)
+    refused = [a for a in answers if "not responding" in a.error.message_for_model]  # type: ignore[union-attr]
+    assert len(refused) == 2  # 8 threads held, then refused
+
+
+async def test_retries_stop_at_the_hard_maximum() -> None:
+    counters = Counters()
+    limits = Limits(max_timeout=0.5, max_attempts=10, backoff_base=0.001)
+    async with memory_gate(counters, limits=limits) as gate:
+        with anyio.fail_after(5):
+            env = await gate.call("t.hang_read", {}, principal=ALICE)
+    assert env.error is not None and env.error.kind is ErrorKind.TRANSIENT
+    assert env.timing is not None and env.timing.duration_ms < 800
+    assert counters.runs["hang_read"] < 5  # 0.2 s attempts inside a 0.5 s call
+
+
+async def test_a_bad_timeout_is_refused_by_the_caller_api() -> None:
+    async with memory_gate() as gate:
+        with pytest.raises(ValueError, match="positive"):
+            await gate.call("t.transfer", {"amount": 1, "to": "x"}, principal=ALICE, timeout=-1)
+
+
+async def test_closing_waits_for_calls_in_flight() -> None:
+    counters = Counters()
+    counters.started = anyio.Event()
+    gate = memory_gate(counters)
+    got = []
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                got.append(await gate.call("t.slow_write", {"ms": 100}, principal=ALICE))
+
+            tg.start_soon(call)
+            await counters.started.wait()
+            await gate.aclose()
+    assert got[0].ok
+    assert [r.phase for r in await gate.store.list_audit()] == ["intent", "final"]
+
+
+async def test_a_gateway_failure_after_a_write_is_an_unknown_outcome() -> None:
+    from callgate import Toolbox
+
+    box = Toolbox("p")
+    sent: list[str] = []
+
+    def broken_view(payload: object) -> object:
+        raise RuntimeError("view bug")
+
+    @box.tool(idempotent=False, concise=broken_view)
+    def send(to: str) -> dict[str, str]:
+        """Sends."""
+        sent.append(to)
+        return {"to": to}
+
+    async with Gate([box], store=MemoryStore()) as gate:
+        env = await gate.call("p.send", {"to": "bob"}, principal=ALICE)
+    assert sent == ["bob"]
+    assert env.error is not None and env.error.kind is ErrorKind.UNKNOWN_OUTCOME
+    assert "may have been made" in env.error.message_for_model

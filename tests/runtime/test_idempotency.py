@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from callgate import ErrorKind, Gate, Principal, Status
-from callgate.store import SQLStore
+from callgate.store import MemoryStore, SQLStore
 from tests.pg import POSTGRES_URL, drop_schema
 
 from .conftest import ALICE, GateFactory
@@ -161,3 +161,50 @@ async def test_two_replicas_on_one_store_run_the_key_once(store_kind: str, tmp_p
             await drop_schema(schema)
     assert counters.runs["transfer"] == 1
     assert len({r.call_id for r in results}) == 1 and len(results) == 20
+
+
+async def test_staggered_arrivals_all_get_the_one_result(make_gate: GateFactory) -> None:
+    counters = Counters()
+    results = []
+    async with make_gate([build(counters)]) as gate:
+
+        async def one(delay: float) -> None:
+            await anyio.sleep(delay)
+            results.append(
+                await gate.call(
+                    "t.transfer", {"amount": 3, "to": "y"}, principal=ALICE, idempotency_key="s"
+                )
+            )
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                for i in range(120):
+                    tg.start_soon(one, (i % 40) * 0.002)
+    assert counters.runs["transfer"] == 1
+    assert {r.status for r in results} == {Status.OK}
+    assert len({r.call_id for r in results}) == 1
+
+
+async def test_a_cancelled_waiter_does_not_change_what_others_get() -> None:
+    counters = Counters()
+    counters.started = anyio.Event()
+    async with Gate([build(counters)], store=MemoryStore()) as gate:
+        got = []
+
+        async def call() -> None:
+            got.append(
+                await gate.call("t.slow_write", {"ms": 200}, principal=ALICE, idempotency_key="c")
+            )
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)  # the owner
+                await counters.started.wait()
+                async with anyio.create_task_group() as doomed:
+                    doomed.start_soon(call)  # a waiter, cancelled below
+                    await anyio.sleep(0.01)
+                    doomed.cancel_scope.cancel()
+                tg.start_soon(call)  # another waiter
+    assert counters.runs["slow_write"] == 1
+    assert [r.status for r in got] == [Status.OK, Status.OK]
+    assert {r.payload for r in got} == {"done"}

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from callgate import ErrorKind, Limits, Principal, Status
+from callgate.runtime.cursor import Cursor
 
 from .conftest import ALICE, GateFactory
 from .tools import Counters, build
@@ -64,28 +65,28 @@ async def test_small_results_are_untouched() -> None:
     assert env.truncated is None and env.raw_ref is None and len(env.payload) == 3
 
 
-async def test_cursor_of_another_tenant_is_refused(make_gate: GateFactory) -> None:
+async def test_a_cursor_is_not_a_permission(make_gate: GateFactory) -> None:
     async with make_gate([build(Counters())], limits=Limits(max_result_tokens=100)) as gate:
         env = await gate.call("t.rows", {"n": 100}, principal=ALICE)
         assert env.truncated is not None and env.truncated.cursor
-        mallory = Principal(user="mallory", tenant="globex")
-        stolen = await gate.read_more(env.truncated.cursor, principal=mallory)
-        forged = await gate.read_more("not-a-cursor", principal=ALICE)
-    assert stolen.error is not None and stolen.error.kind is ErrorKind.PERMISSION
-    assert forged.error is not None and forged.error.kind is ErrorKind.CONSTRUCTION
-
-
-async def test_a_long_text_field_is_cut_inside_its_object(make_gate: GateFactory) -> None:
-    async with make_gate([build(Counters())], limits=Limits(max_result_tokens=100)) as gate:
-        env = await gate.call("t.note", {"n": 5000}, principal=ALICE)
-        assert env.truncated is not None
-        assert env.payload["id"] == "N-1" and env.payload["title"] == "Runbook"
-        assert env.truncated.unit == "chars" and env.truncated.total == 5000
-        assert "of 'body'" in env.truncated.notice
-        body = env.payload["body"]
         cursor = env.truncated.cursor
-        while cursor:
-            more = await gate.read_more(cursor, principal=ALICE)
-            body += more.payload["items"]
-            cursor = more.payload["next_cursor"]
-    assert body == "".join(str(i % 10) for i in range(5000))
+        others = [
+            Principal(user="mallory", tenant="globex"),  # another tenant
+            Principal(user="bob", tenant="acme", scopes={"r", "w"}),  # another user
+        ]
+        refused = [await gate.read_more(cursor, principal=p) for p in others]
+        forged = await gate.read_more("not-a-cursor", principal=ALICE)
+        decoded = Cursor.decode(cursor)
+        edited = [
+            Cursor(ref=decoded.ref, offset=0, unit="items", key="nope").encode(),
+            Cursor(ref=decoded.ref, offset=0, unit="items", key=None).encode(),
+            Cursor(ref=decoded.ref + "x", offset=0, unit="items").encode(),
+        ]
+        answers = [await gate.read_more(c, principal=ALICE) for c in edited]
+        mine = await gate.read_more(cursor, principal=ALICE)
+    assert mine.ok
+    for env in [*refused, *answers[:1], answers[2]]:
+        assert env.error is not None and env.error.kind is ErrorKind.CONSTRUCTION
+        assert "expired or does not exist" in env.error.message_for_model
+    assert answers[1].ok  # a list payload paged by items from 0: a valid position
+    assert forged.error is not None and forged.error.kind is ErrorKind.CONSTRUCTION

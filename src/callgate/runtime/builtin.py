@@ -11,6 +11,7 @@ from callgate.errors import ConstructionError, PermissionDenied
 from callgate.runtime.approvals import effective_state
 from callgate.runtime.call import Limits
 from callgate.runtime.cursor import BadCursor, Cursor
+from callgate.runtime.registry import Registry
 from callgate.runtime.shaping import CHARS_PER_TOKEN, notice, page
 from callgate.store import Store
 
@@ -28,7 +29,17 @@ class ResultPage(BaseModel):
     notice: str
 
 
-def builtin_toolbox(store: Store, limits: Limits) -> Toolbox:
+def fits(content: Any, cursor: Cursor) -> bool:
+    """Whether a cursor's position makes sense for the stored content (edited ones don't)."""
+    if cursor.key is not None:
+        if not isinstance(content, dict) or cursor.key not in content:
+            return False
+        target = content[cursor.key]
+        return isinstance(target, list if cursor.unit == "items" else str)
+    return cursor.unit == "chars" or isinstance(content, list)
+
+
+def builtin_toolbox(store: Store, limits: Limits, registry: Registry) -> Toolbox:
     box = Toolbox(BUILTIN_TOOLBOX, description="Tools of the gateway itself.")
 
     @box.tool(read_only=True, open_world=False, title="Read more of a truncated result")
@@ -50,15 +61,20 @@ def builtin_toolbox(store: Store, limits: Limits) -> Toolbox:
                 next_step="Copy the cursor exactly from the latest truncation notice.",
             ) from None
         stored = await store.get_result(parsed.ref)
-        if stored is None:
+        principal = ctx.principal
+        source = registry.get(stored.tool) if stored is not None else None
+        # A cursor is a handle, not a permission: only the caller who got the result,
+        # still allowed to call the tool that made it, may read on. Anything else
+        # looks exactly like an expired result (no hint that it exists).
+        if (
+            stored is None
+            or (stored.user, stored.tenant) != (principal.user, principal.tenant)
+            or (source is not None and not source.scopes <= principal.scopes)
+            or not fits(stored.content, parsed)
+        ):
             raise ConstructionError(
                 "That result has expired or does not exist.",
                 next_step="Call the original tool again to get a fresh result.",
-            )
-        if stored.tenant != ctx.principal.tenant:
-            raise PermissionDenied(
-                "That result belongs to another tenant.",
-                next_step="Do not retry; use results of your own calls.",
             )
         budget = limits.max_result_tokens * CHARS_PER_TOKEN
         pg = page(

@@ -131,8 +131,8 @@ async def after_preview(call: Call, impact: Any) -> dict[str, Any]:
     arguments = call.full_arguments()
     bound = {**arguments, PREVIEW_ID: preview_id}
     verdict = services.policy.decide(
-        activation(apply_spec, bound, call.principal, call.session_id, impact=impact),
         apply_spec,
+        lambda: activation(apply_spec, bound, call.principal, call.session_id, impact=impact),
     )
     needs_human = verdict.effect is Effect.REQUIRE_APPROVAL or (
         verdict.effect is Effect.AUTO_APPROVE and not apply_spec.trusted_source

@@ -85,9 +85,12 @@ class Gate:
         self.policy = policy or Policy()
         self.registry = Registry(toolboxes)
         if self.registry.get(READ_MORE_TOOL) is None:
-            self.registry.add(builtin_toolbox(self.store, self.limits))
+            self.registry.add(builtin_toolbox(self.store, self.limits, self.registry))
         self._context = dict(context or {})
         self._services: Services | None = None
+        self._running = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._open_lock: asyncio.Lock | None = None
         self._portal: BlockingPortal | None = None
         self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
@@ -116,7 +119,9 @@ class Gate:
             )
 
     async def aclose(self) -> None:
-        """Flush queued audit records and close the store."""
+        """Wait for calls in flight, flush queued audit records, close the store."""
+        # Closing under running calls would lose their audit records.
+        await self._idle.wait()
         services, self._services = self._services, None
         if services is not None:
             await services.committer.aclose()
@@ -162,6 +167,8 @@ class Gate:
             timeout: seconds for this call; capped by ``Limits.max_timeout``.
             trace_id: to join an existing trace; a new one otherwise.
         """
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         await self.open()
         assert self._services is not None
         call = Call(
@@ -175,7 +182,14 @@ class Gate:
         )
         if trace_id:
             call.trace_id = trace_id
-        return await pipeline.run(call)
+        self._running += 1
+        self._idle.clear()
+        try:
+            return await pipeline.run(call)
+        finally:
+            self._running -= 1
+            if self._running == 0:
+                self._idle.set()
 
     async def read_more(
         self, cursor: str, *, principal: Principal, session_id: str | None = None

@@ -109,7 +109,7 @@ def _stale_after(call: Call, record: IdempotencyRecord) -> datetime:
 
     limits = call.services.limits
     budget = (effective_timeout(call) + limits.backoff_max) * limits.max_attempts
-    return record.created_at + timedelta(seconds=budget) + _STALE_MARGIN
+    return record.created_at + timedelta(seconds=min(budget, limits.max_timeout)) + _STALE_MARGIN
 
 
 async def _existing_outcome(call: Call, record: IdempotencyRecord) -> Envelope:

@@ -53,13 +53,10 @@ async def run(call: Call) -> Envelope:
         await asyncio.shield(_record(call, envelope))
         raise
     except Exception as exc:
-        # A bug in a stage (not in a tool): still one Envelope, still audited.
+        # A failure of the gateway itself (not of the tool): still one Envelope,
+        # still audited. If the tool had already run, its effect may be real.
         call.detail["internal_error"] = f"{type(exc).__name__}: {exc}"[:2000]
-        envelope = call.fail(
-            ErrorKind.UNRECOVERABLE,
-            f"The gateway failed to process this call (reference {call.call_id}).",
-            detail_ref=call.call_id,
-        )
+        envelope = _gateway_failure(call)
     # No shield needed here: the committer writes a queued record even if this
     # caller is cancelled while waiting for it.
     await _record(call, envelope)
@@ -72,6 +69,25 @@ async def _stages(call: Call) -> Envelope:
         if envelope is not None:
             return envelope
     raise RuntimeError("the shape stage must end the chain")  # pragma: no cover
+
+
+def _gateway_failure(call: Call) -> Envelope:
+    ran = call.attempts > 0
+    if ran and call.spec is not None and not call.spec.effective_annotations.read_only:
+        return call.fail(
+            ErrorKind.UNKNOWN_OUTCOME,
+            f"{call.spec.name} ran, but the gateway failed while preparing its result "
+            f"(reference {call.call_id}); the change may have been made.",
+            next_step="Do not retry. Check the current state before doing anything else.",
+            detail_ref=call.call_id,
+        )
+    return call.fail(
+        ErrorKind.UNRECOVERABLE,
+        f"The gateway failed to process this call (reference {call.call_id}).",
+        next_step="Do not retry. Tell the user the request could not be completed and give "
+        f"them the reference {call.call_id}.",
+        detail_ref=call.call_id,
+    )
 
 
 def _cancelled(call: Call) -> Envelope:

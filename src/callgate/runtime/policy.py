@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -161,6 +161,8 @@ class Verdict:
     effect: Effect
     reason: str | None
     rule: str | None
+    problem: str | None = None
+    """Operator-only: why a condition could not be evaluated (never shown to the model)."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -191,23 +193,32 @@ class Policy:
             rules.append(Rule(**raw))
         return cls(rules, default=data.get("default", Effect.ALLOW))
 
-    def decide(self, activation: Mapping[str, Any], spec: ToolSpec) -> Verdict:
+    def decide(self, spec: ToolSpec, variables: Callable[[], Mapping[str, Any]]) -> Verdict:
+        """The verdict for a call of ``spec``.
+
+        ``variables`` builds the CEL variables; it is called only if some rule
+        applies to the tool and has a condition (most calls pay nothing).
+        """
         best: Verdict | None = None
+        built: Mapping[str, Any] | None = None
         for index, rule in enumerate(self.rules):
             if not rule.applies_to(spec):
                 continue
             label = rule.name or f"rule#{index + 1}"
             reason = rule.reason
+            problem = None
+            if rule.when is not None and built is None:
+                built = variables()
             try:
-                matched = rule.evaluate(activation)
+                matched = rule.evaluate(built or {})
             except PolicyEvaluationError as exc:
                 matched = rule.effect is not Effect.ALLOW
-                reason = (
-                    f"{reason or 'policy'} (condition of {label} could not be evaluated: {exc})"
-                )
+                # The model sees the rule's reason; operators see what went wrong.
+                reason = reason or "a policy condition could not be checked"
+                problem = f"condition of {label} could not be evaluated: {exc}"
             if not matched:
                 continue
-            verdict = Verdict(effect=rule.effect, reason=reason, rule=label)
+            verdict = Verdict(effect=rule.effect, reason=reason, rule=label, problem=problem)
             if best is None or _STRICTNESS[verdict.effect] > _STRICTNESS[best.effect]:
                 best = verdict
                 if best.effect is Effect.DENY:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +40,10 @@ class Services:
     """Gate-wide trusted values (deployment, region, ...) for trusted fields."""
     thread_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(40))
     inflight: dict[str, InFlight] = field(default_factory=dict)
+    running_sync: dict[str, int] = field(default_factory=dict)
+    """Abandoned worker threads still running, per sync tool (a thread cannot be
+    killed). Changed under ``running_sync_lock``."""
+    running_sync_lock: threading.Lock = field(default_factory=threading.Lock)
     _validators: dict[str, ArgumentValidator] = field(default_factory=dict)
 
     def validator_for(self, spec: ToolSpec) -> ArgumentValidator:

@@ -13,11 +13,13 @@ async def decide(call: Call) -> Envelope | None:
     spec = call.spec
     assert spec is not None
     verdict = call.services.policy.decide(
-        activation(
+        spec,
+        lambda: activation(
             spec, call.full_arguments(), call.principal, call.session_id, impact=call.impact
         ),
-        spec,
     )
+    if verdict.problem:
+        call.detail["policy_problem"] = verdict.problem
     verdict = await trifecta.guard(call, verdict)
     if verdict.effect is Effect.AUTO_APPROVE:
         if spec.trusted_source:

@@ -6,6 +6,7 @@ import asyncio
 import functools
 import random
 import traceback
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -66,10 +67,15 @@ async def execute(call: Call) -> Envelope | None:
         call.intent_written = True
 
     timeout = effective_timeout(call)
+    loop = asyncio.get_running_loop()
+    # Each attempt gets the tool's timeout; the call as a whole, retries and
+    # backoff included, never runs past the gate's hard maximum.
+    hard_deadline = loop.time() + services.limits.max_timeout
     session_spent: int | None = None
     while True:
         call.attempts += 1
-        outcome = await _attempt(call, timeout)
+        attempt_timeout = min(timeout, hard_deadline - loop.time())
+        outcome = await _attempt(call, attempt_timeout, reported=timeout)
         if not isinstance(outcome, _Failure):
             call.payload = outcome
             await trifecta.note_result(call)
@@ -79,6 +85,7 @@ async def execute(call: Call) -> Envelope | None:
         retry = (
             outcome.kind is ErrorKind.TRANSIENT
             and spec.retry_safe
+            and not outcome.stuck
             and call.attempts < services.limits.max_attempts
         )
         if retry and call.session_id:
@@ -88,15 +95,18 @@ async def execute(call: Call) -> Envelope | None:
             retry = session_spent + call.attempts - 1 < services.limits.session_retry_budget
             if not retry:
                 call.detail["retry"] = "session retry budget spent"
-        if not retry:
-            return outcome.envelope(call)
         delay = min(
             services.limits.backoff_max,
             max(
                 outcome.retry_after or 0.0, services.limits.backoff_base * 2 ** (call.attempts - 1)
             ),
-        )
-        await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+        ) * random.uniform(0.5, 1.0)
+        if retry and loop.time() + delay + MIN_ATTEMPT >= hard_deadline:
+            retry = False
+            call.detail["retry"] = "no time left under the hard maximum"
+        if not retry:
+            return outcome.envelope(call)
+        await asyncio.sleep(delay)
 
 
 class _Failure:
@@ -108,7 +118,10 @@ class _Failure:
         next_step: str | None = None,
         retry_after: float | None = None,
         detail_ref: str | None = None,
+        stuck: bool = False,
     ) -> None:
+        self.stuck = stuck
+        """A sync tool's thread is still running: another attempt would add one."""
         self.kind = kind
         self.message = message
         self.next_step = next_step
@@ -125,7 +138,58 @@ class _Failure:
         )
 
 
-async def _attempt(call: Call, timeout: float) -> Any:
+MAX_STUCK_THREADS = 8
+"""Abandoned worker threads (still running after their call gave up on them)
+one sync tool may hold before new calls are refused: a hung tool must not eat
+the process's threads."""
+
+MIN_ATTEMPT = 0.05
+"""Seconds an attempt needs at least to be worth starting."""
+
+
+class _Unresponsive(Exception):
+    pass
+
+
+async def _run_in_thread(call: Call, fn: Callable[[], Any]) -> Any:
+    """Run a sync tool in a worker thread; count the threads it abandons.
+
+    A thread cannot be killed: when the gate stops waiting (timeout, cancel),
+    the thread runs on. Such threads are counted per tool until they end, and a
+    tool holding too many gets no new ones.
+    """
+    assert call.spec is not None
+    services = call.services
+    name = call.spec.name
+    lock = services.running_sync_lock
+    with lock:
+        stuck = services.running_sync.get(name, 0)
+    if stuck >= MAX_STUCK_THREADS:
+        raise _Unresponsive(stuck)
+    state = {"done": False, "abandoned": False}
+
+    def counted() -> Any:
+        try:
+            return fn()
+        finally:
+            with lock:
+                state["done"] = True
+                if state["abandoned"]:
+                    services.running_sync[name] -= 1
+
+    try:
+        return await anyio.to_thread.run_sync(
+            counted, abandon_on_cancel=True, limiter=services.thread_limiter
+        )
+    except BaseException:
+        with lock:
+            if not state["done"]:
+                state["abandoned"] = True
+                services.running_sync[name] = services.running_sync.get(name, 0) + 1
+        raise
+
+
+async def _attempt(call: Call, timeout: float, *, reported: float) -> Any:
     spec = call.spec
     assert spec is not None
     ctx = ToolContext(
@@ -143,11 +207,18 @@ async def _attempt(call: Call, timeout: float) -> Any:
         async with asyncio.timeout(timeout):
             if handler.is_async:
                 return await handler.invoke(call.prepared, call.injected, ctx)
-            return await anyio.to_thread.run_sync(
-                functools.partial(handler.invoke, call.prepared, call.injected, ctx),
-                abandon_on_cancel=True,
-                limiter=call.services.thread_limiter,
+            return await _run_in_thread(
+                call, functools.partial(handler.invoke, call.prepared, call.injected, ctx)
             )
+    except _Unresponsive as exc:
+        return _Failure(
+            ErrorKind.TRANSIENT,
+            f"{spec.name} is not responding: {exc.args[0]} earlier calls are still running.",
+            next_step="Wait a few minutes before trying again; if it persists, tell the user "
+            "the tool is unresponsive.",
+            retry_after=None,
+            stuck=True,
+        )
     except ToolError as exc:
         call.detail.setdefault("errors", []).append(f"{type(exc).__name__}: {exc.message}")
         return _Failure(
@@ -158,10 +229,12 @@ async def _attempt(call: Call, timeout: float) -> Any:
         )
     except TimeoutError:
         call.detail.setdefault("errors", []).append(f"timeout after {timeout:g}s")
+        timeout = reported
         if spec.retry_safe:
             return _Failure(
                 ErrorKind.TRANSIENT,
                 f"{spec.name} did not answer within {timeout:g} seconds.",
+                stuck=not handler.is_async,
                 next_step="Try again in a moment; if it keeps timing out, narrow the request.",
             )
         check = (
