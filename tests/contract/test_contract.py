@@ -222,3 +222,13 @@ def test_toolbox_change_listeners() -> None:
     box.add(f)
     box.remove("f")
     assert seen == [1, 0]
+
+
+def test_input_examples_must_be_valid_calls() -> None:
+    box = Toolbox("e")
+
+    def search(q: str) -> None:
+        """Search."""
+
+    with pytest.raises(ValueError, match="input_examples"):
+        box.add(search, input_examples=[{"query": "x"}])

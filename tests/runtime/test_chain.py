@@ -493,3 +493,22 @@ async def test_a_gateway_failure_after_a_write_is_an_unknown_outcome() -> None:
     assert sent == ["bob"]
     assert env.error is not None and env.error.kind is ErrorKind.UNKNOWN_OUTCOME
     assert "may have been made" in env.error.message_for_model
+
+
+async def test_a_toolbox_limited_to_tenants_refuses_others() -> None:
+    from callgate import Toolbox
+
+    box = Toolbox("only", tenants={"acme"})
+
+    @box.tool(read_only=True)
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    async with Gate([box], store=MemoryStore()) as gate:
+        ok = await gate.call("only.ping", {}, principal=ALICE)
+        other = await gate.call("only.ping", {}, principal=Principal(user="g", tenant="globex"))
+        listed = [s.name for s in gate.tools(Principal(user="g", tenant="globex"))]
+    assert ok.ok
+    assert other.error is not None and other.error.kind is ErrorKind.PERMISSION
+    assert "only.ping" not in listed

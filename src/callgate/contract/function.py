@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import jsonschema_rs
 import pydantic
 from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic_core import PydanticUndefined, to_jsonable_python
@@ -190,6 +191,7 @@ def spec_from_function(
         return_adapter=return_adapter,
         is_async=inspect.iscoroutinefunction(fn),
     )
+    _check_examples(full_name, input_schema, input_examples)
     return ToolSpec(
         name=full_name,
         toolbox=toolbox,
@@ -215,6 +217,22 @@ def spec_from_function(
         private_data=private_data,
         tags=frozenset(tags),
     )
+
+
+def _check_examples(
+    name: str, schema: Mapping[str, Any], examples: Sequence[Mapping[str, Any]]
+) -> None:
+    """An example shown to the model must itself be a valid call.
+
+    Raises:
+        ValueError: an example does not match the input schema.
+    """
+    if not examples:
+        return
+    validator = jsonschema_rs.Draft202012Validator(dict(schema))
+    for index, example in enumerate(examples):
+        for error in validator.iter_errors(dict(example)):
+            raise ValueError(f"tool {name!r}: input_examples[{index}] is invalid: {error.message}")
 
 
 def _concise_view(concise: ConciseView | Sequence[str] | None) -> ConciseView | None:

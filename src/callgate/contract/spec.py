@@ -70,6 +70,8 @@ class ToolSpec:
     private_data: bool = False
     """The tool returns the user's private data (used by the trifecta guard)."""
     tags: frozenset[str] = frozenset()
+    tenants: frozenset[str] | None = None
+    """Tenants allowed to call the tool; None allows every tenant."""
     change: ChangeBinding | None = None
     """Set on the preview, apply and status tools of a declared change."""
     contract_hash: str = ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
@@ -58,7 +59,8 @@ class Toolbox:
 
     ``trusted`` says whether the annotations of its tools are believed: local
     Python code is trusted by default; tools proxied from an untrusted upstream
-    are not (they are then treated as destructive and open-world).
+    are not (they are then treated as destructive and open-world). ``tenants``
+    limits which tenants may call its tools (checked on every call).
     """
 
     def __init__(
@@ -67,11 +69,13 @@ class Toolbox:
         *,
         description: str = "",
         trusted: bool = True,
+        tenants: Iterable[str] | None = None,
         tools: Iterable[Callable[..., Any] | ToolSpec] = (),
     ) -> None:
         self.name = check_toolbox_name(name)
         self.description = description
         self.trusted = trusted
+        self.tenants = frozenset(tenants) if tenants is not None else None
         self._specs: dict[str, ToolSpec] = {}
         self._listeners: list[Callable[[Toolbox], None]] = []
         for item in tools:
@@ -165,6 +169,8 @@ class Toolbox:
             raise ValueError(f"tool {spec.name!r} belongs to toolbox {spec.toolbox!r}")
         if spec.name in self._specs:
             raise DuplicateTool(f"toolbox {self.name!r} already has a tool {spec.name!r}")
+        if self.tenants is not None and spec.tenants is None:
+            spec = dataclasses.replace(spec, tenants=self.tenants)
         self._specs[spec.name] = spec
         self._changed()
         return spec

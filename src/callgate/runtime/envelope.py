@@ -59,7 +59,8 @@ class Decision(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     effect: str
-    """``allow``, ``deny``, ``require_approval`` (or ``not_reached``)."""
+    """``allow``, ``deny``, ``require_approval``, ``approved`` (an approval was used)
+    or ``auto_approved``. Absent from the Envelope when the call ended before policy."""
     reason: str | None = None
     rule: str | None = None
 

@@ -40,7 +40,12 @@ class Registry:
         """All tools in name order; with a principal, only those its scopes allow."""
         out = [self._specs[name] for name in sorted(self._specs)]
         if principal is not None:
-            out = [spec for spec in out if spec.scopes <= principal.scopes]
+            out = [
+                spec
+                for spec in out
+                if spec.scopes <= principal.scopes
+                and (spec.tenants is None or principal.tenant in spec.tenants)
+            ]
         return out
 
     @property

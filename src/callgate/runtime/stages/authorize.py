@@ -1,4 +1,4 @@
-"""Stage 4: check the caller's scopes on every call, whatever a listing showed."""
+"""Stage 4: check the caller's tenant and scopes on every call, whatever a listing showed."""
 
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ from callgate.runtime.envelope import Envelope
 async def authorize(call: Call) -> Envelope | None:
     spec = call.spec
     assert spec is not None
+    if spec.tenants is not None and call.principal.tenant not in spec.tenants:
+        return call.fail(
+            ErrorKind.PERMISSION,
+            f"{spec.name} is not available to your organization.",
+            next_step="Do not retry. Tell the user this tool is not enabled for them.",
+        )
     missing = sorted(spec.scopes - call.principal.scopes)
     if not missing:
         return None

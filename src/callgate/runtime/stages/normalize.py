@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from callgate.runtime.call import Call
-from callgate.runtime.envelope import Envelope, Status
+from callgate.runtime.envelope import Envelope
 
 
 async def normalize(call: Call) -> Envelope | None:
@@ -14,7 +14,3 @@ async def normalize(call: Call) -> Envelope | None:
         payload = spec.concise(payload)
     call.payload = payload
     return None
-
-
-def ok_envelope(call: Call) -> Envelope:
-    return call.envelope(Status.OK, payload=call.payload)
