@@ -203,6 +203,9 @@ async def _attempt(call: Call, timeout: float, *, reported: float) -> Any:
         attempt=call.attempts,
     )
     handler = spec.handler
+    if spec.change is not None and spec.change.performer is not None:
+        # The apply tool's own signature is just the preview id.
+        handler = spec.change.performer.handler
     try:
         async with asyncio.timeout(timeout):
             if handler.is_async:
