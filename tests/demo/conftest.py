@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from callgate import Gate, Limits, Principal
-from callgate.demo import demo_policy
+from callgate.demo import STATE_ENV, demo_policy
 from callgate.demo._state import DemoState
 from callgate.demo._toolbox import build_toolboxes
 from callgate.store import MemoryStore
@@ -22,6 +22,12 @@ ALL_SCOPES = [
     "email:send",
 ]
 NOW = datetime(2025, 11, 3, 14, 20, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _in_memory_demo_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``toolboxes()`` keeps its state in memory unless a test sets the variable."""
+    monkeypatch.delenv(STATE_ENV, raising=False)
 
 
 @pytest.fixture

@@ -1,11 +1,14 @@
-"""ops.campaigns_find and ops.campaign_set_budget through the gate."""
+"""ops.campaigns_find and the budget change's domain rules through the gate."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import anyio
 import pytest
 
-from callgate import ErrorKind, Gate, Principal, Status
+from callgate import Envelope, ErrorKind, Gate, Principal, Status
+from callgate.demo._campaigns import BudgetChangeTools, increase_pct
 from callgate.demo._state import DemoState
 
 pytestmark = pytest.mark.anyio
@@ -117,15 +120,69 @@ async def test_find_respects_limit_and_reports_no_match_as_empty(
     assert env.payload == []
 
 
-async def test_set_budget_returns_before_and_after_and_changes_the_state(
+async def _preview(gate: Gate, principal: Principal, campaign_id: Any, budget: Any) -> Envelope:
+    return await gate.call(
+        "ops.budget_change_preview",
+        {"campaign_id": campaign_id, "new_daily_budget": budget},
+        principal=principal,
+    )
+
+
+async def _apply(gate: Gate, principal: Principal, preview: Envelope) -> Envelope:
+    assert preview.status is Status.OK, preview.error
+    return await gate.call(
+        "ops.budget_change_apply",
+        {"preview_id": preview.payload["preview_id"]},
+        principal=principal,
+    )
+
+
+async def test_preview_computes_the_impact_and_changes_nothing(
     gate: Gate, alice: Principal, state: DemoState
 ) -> None:
-    env = await gate.call(
-        "ops.campaign_set_budget",
-        {"campaign_id": "C-101", "new_daily_budget": 1500},
-        principal=alice,
-    )
+    env = await _preview(gate, alice, "C-101", 1500)
     assert env.status is Status.OK
+    assert env.payload["impact"] == {
+        "campaign_id": "C-101",
+        "name": "Autumn Sale_Search",
+        "status": "active",
+        "currency": "USD",
+        "daily_budget_before": 1200,
+        "daily_budget_after": 1500,
+        "change": 300,
+        "increase_pct": 25.0,
+    }
+    assert env.payload["preview_id"].startswith("pv_")
+    assert "approval" not in env.payload
+    assert "ops.budget_change_apply" in env.payload["next_step"]
+    assert state.campaigns["C-101"].daily_budget == 1200
+
+
+async def test_a_decrease_has_a_negative_change_and_percentage(
+    gate: Gate, alice: Principal
+) -> None:
+    env = await _preview(gate, alice, "c-104", 2000)
+    impact = env.payload["impact"]
+    assert (impact["campaign_id"], impact["change"], impact["increase_pct"]) == (
+        "C-104",
+        -500,
+        -20.0,
+    )
+
+
+def test_increase_pct_rounds_away_from_zero_so_a_threshold_cannot_be_slipped_under() -> None:
+    assert increase_pct(1200, 2160) == 80.0
+    assert increase_pct(100_000, 150_001) == 50.01
+    assert increase_pct(100_000, 150_000) == 50.0
+    assert increase_pct(3, 4) == 33.34
+    assert increase_pct(3, 2) == -33.34
+
+
+async def test_apply_sets_the_budget_and_campaigns_find_sees_it(
+    gate: Gate, alice: Principal, state: DemoState
+) -> None:
+    env = await _apply(gate, alice, await _preview(gate, alice, "C-101", 1500))
+    assert env.status is Status.OK, env.error
     assert env.payload == {
         "campaign_id": "C-101",
         "name": "Autumn Sale_Search",
@@ -139,25 +196,10 @@ async def test_set_budget_returns_before_and_after_and_changes_the_state(
     assert found.payload[0]["daily_budget"] == 1500
 
 
-async def test_set_budget_is_absolute_so_repeating_it_changes_nothing(
+async def test_preview_with_a_name_instead_of_an_id_points_to_campaigns_find(
     gate: Gate, alice: Principal
 ) -> None:
-    args = {"campaign_id": "C-102", "new_daily_budget": 450}
-    first = await gate.call("ops.campaign_set_budget", args, principal=alice)
-    second = await gate.call("ops.campaign_set_budget", args, principal=alice)
-    assert first.payload["changed"] is True
-    assert second.payload["daily_budget_before"] == second.payload["daily_budget_after"] == 450
-    assert second.payload["changed"] is False
-
-
-async def test_set_budget_with_a_name_instead_of_an_id_points_to_campaigns_find(
-    gate: Gate, alice: Principal
-) -> None:
-    env = await gate.call(
-        "ops.campaign_set_budget",
-        {"campaign_id": "Autumn Sale_Search", "new_daily_budget": 1500},
-        principal=alice,
-    )
+    env = await _preview(gate, alice, "Autumn Sale_Search", 1500)
     assert env.status is Status.ERROR
     assert env.error is not None
     assert env.error.kind is ErrorKind.CONSTRUCTION
@@ -166,14 +208,10 @@ async def test_set_budget_with_a_name_instead_of_an_id_points_to_campaigns_find(
     assert "ops.campaigns_find" in env.error.next_step
 
 
-async def test_set_budget_of_another_tenants_campaign_is_denied(
+async def test_preview_of_another_tenants_campaign_is_denied(
     gate: Gate, alice: Principal, state: DemoState
 ) -> None:
-    env = await gate.call(
-        "ops.campaign_set_budget",
-        {"campaign_id": "C-201", "new_daily_budget": 1500},
-        principal=alice,
-    )
+    env = await _preview(gate, alice, "C-201", 1500)
     assert env.error is not None
     assert env.error.kind is ErrorKind.PERMISSION
     assert "another tenant" in env.error.message_for_model
@@ -181,77 +219,96 @@ async def test_set_budget_of_another_tenants_campaign_is_denied(
 
 
 @pytest.mark.parametrize(("campaign_id", "status"), [("C-103", "paused"), ("C-105", "ended")])
-async def test_set_budget_of_an_inactive_campaign_is_a_business_state_error(
-    gate: Gate, alice: Principal, state: DemoState, campaign_id: str, status: str
+async def test_preview_of_an_inactive_campaign_is_a_business_state_error(
+    gate: Gate, alice: Principal, campaign_id: str, status: str
 ) -> None:
-    before = state.campaigns[campaign_id].daily_budget
-    env = await gate.call(
-        "ops.campaign_set_budget",
-        {"campaign_id": campaign_id, "new_daily_budget": 2000},
-        principal=alice,
-    )
+    env = await _preview(gate, alice, campaign_id, 2000)
     assert env.error is not None
     assert env.error.kind is ErrorKind.BUSINESS_STATE
     assert f"is {status}" in env.error.message_for_model
-    assert state.campaigns[campaign_id].daily_budget == before
+
+
+async def test_preview_of_the_current_budget_says_it_is_already_there(
+    gate: Gate, alice: Principal
+) -> None:
+    env = await _preview(gate, alice, "C-101", 1200)
+    assert env.error is not None
+    assert env.error.kind is ErrorKind.BUSINESS_STATE
+    assert "already at that budget" in env.error.message_for_model
+    assert "1,200 USD" in env.error.message_for_model
 
 
 @pytest.mark.parametrize("budget", [0, -5, 10_000_001])
-async def test_set_budget_out_of_range_names_the_field(
+async def test_preview_out_of_range_names_the_field(
     gate: Gate, alice: Principal, budget: int
 ) -> None:
-    env = await gate.call(
-        "ops.campaign_set_budget",
-        {"campaign_id": "C-101", "new_daily_budget": budget},
-        principal=alice,
-    )
+    env = await _preview(gate, alice, "C-101", budget)
     assert env.error is not None
     assert env.error.kind is ErrorKind.CONSTRUCTION
     assert "new_daily_budget" in env.error.message_for_model
 
 
-async def test_set_budget_relative_text_is_rejected(gate: Gate, alice: Principal) -> None:
-    env = await gate.call(
-        "ops.campaign_set_budget",
-        {"campaign_id": "C-101", "new_daily_budget": "+10%"},
-        principal=alice,
-    )
+async def test_relative_amounts_are_rejected(gate: Gate, alice: Principal) -> None:
+    env = await _preview(gate, alice, "C-101", "+10%")
     assert env.error is not None
     assert env.error.kind is ErrorKind.CONSTRUCTION
     assert "integer" in env.error.message_for_model
 
 
-async def test_set_budget_needs_the_write_scope(
+async def test_a_budget_change_needs_the_write_scope(
     gate: Gate, carol: Principal, state: DemoState
 ) -> None:
-    env = await gate.call(
-        "ops.campaign_set_budget",
-        {"campaign_id": "C-101", "new_daily_budget": 1500},
-        principal=carol,
-    )
+    env = await _preview(gate, carol, "C-101", 1500)
     assert env.error is not None
     assert env.error.kind is ErrorKind.PERMISSION
     assert "campaigns:write" in env.error.message_for_model
     assert state.campaigns["C-101"].daily_budget == 1200
 
 
+async def test_apply_after_the_campaign_was_paused_changes_nothing(
+    gate: Gate, alice: Principal, state: DemoState
+) -> None:
+    preview = await _preview(gate, alice, "C-101", 1500)
+    state.update(state.campaigns, state.campaigns["C-101"], status="paused")
+    env = await _apply(gate, alice, preview)
+    assert env.error is not None
+    assert env.error.kind is ErrorKind.BUSINESS_STATE
+    assert "is paused" in env.error.message_for_model
+    assert state.campaigns["C-101"].daily_budget == 1200
+
+
+async def test_apply_when_the_budget_was_set_meanwhile_reports_no_change(
+    gate: Gate, alice: Principal, state: DemoState
+) -> None:
+    preview = await _preview(gate, alice, "C-101", 1500)
+    state.update(state.campaigns, state.campaigns["C-101"], daily_budget=1500)
+    env = await _apply(gate, alice, preview)
+    assert env.status is Status.OK, env.error
+    assert env.payload["changed"] is False
+    assert env.payload["daily_budget_before"] == env.payload["daily_budget_after"] == 1500
+
+
+def test_verify_reads_the_live_budget(state: DemoState) -> None:
+    tools = BudgetChangeTools(state)
+    assert tools.budget_change_verify("C-101", 1200, "acme") is True
+    assert tools.budget_change_verify("C-101", 1500, "acme") is False
+    state.update(state.campaigns, state.campaigns["C-101"], daily_budget=1500)
+    assert tools.budget_change_verify("C-101", 1500, "acme") is True
+
+
 async def test_concurrent_budget_changes_all_land(
     gate: Gate, alice: Principal, state: DemoState
 ) -> None:
-    async def set_budget(campaign_id: str, amount: int) -> None:
-        env = await gate.call(
-            "ops.campaign_set_budget",
-            {"campaign_id": campaign_id, "new_daily_budget": amount},
-            principal=alice,
-        )
-        assert env.status is Status.OK
+    async def change(campaign_id: str, amount: int) -> None:
+        env = await _apply(gate, alice, await _preview(gate, alice, campaign_id, amount))
+        assert env.status is Status.OK, env.error
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(set_budget, "C-101", 1300)
-            tg.start_soon(set_budget, "C-102", 500)
-            tg.start_soon(set_budget, "C-104", 2600)
-            tg.start_soon(set_budget, "C-106", 3100)
+            tg.start_soon(change, "C-101", 1300)
+            tg.start_soon(change, "C-102", 500)
+            tg.start_soon(change, "C-104", 2600)
+            tg.start_soon(change, "C-106", 3100)
     budgets = {
         cid: state.campaigns[cid].daily_budget for cid in ("C-101", "C-102", "C-104", "C-106")
     }

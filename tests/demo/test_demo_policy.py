@@ -57,29 +57,39 @@ async def test_sender_without_a_domain_needs_approval_for_every_email(
     assert state.outbox == []
 
 
-async def test_budget_above_the_threshold_needs_approval(
+async def test_budget_increase_over_50pct_needs_approval(
     gate: Gate, alice: Principal, state: DemoState
 ) -> None:
-    env = await gate.call(
-        "ops.campaign_set_budget",
-        {"campaign_id": "C-101", "new_daily_budget": 60_000},
+    preview = await gate.call(
+        "ops.budget_change_preview",
+        {"campaign_id": "C-101", "new_daily_budget": 1801},
         principal=alice,
+    )
+    assert preview.payload["impact"]["increase_pct"] == 50.09
+    env = await gate.call(
+        "ops.budget_change_apply", {"preview_id": preview.payload["preview_id"]}, principal=alice
     )
     assert env.status is Status.PENDING_APPROVAL
     assert env.decision is not None
-    assert env.decision.rule == "large-budget-needs-approval"
-    assert "50,000" in env.payload["reason"]
+    assert env.decision.rule == "budget-increase-over-50pct"
+    assert "more than 50%" in env.payload["reason"]
+    assert env.payload["approval_id"] == preview.payload["approval"]["approval_id"]
     assert state.campaigns["C-101"].daily_budget == 1200
 
 
-async def test_budget_at_the_threshold_is_allowed(gate: Gate, alice: Principal) -> None:
-    env = await gate.call(
-        "ops.campaign_set_budget",
-        {"campaign_id": "C-101", "new_daily_budget": 50_000},
-        principal=alice,
+async def test_large_absolute_budgets_within_50pct_are_allowed(
+    gate: Gate, hiro: Principal, state: DemoState
+) -> None:
+    preview = await gate.call(
+        "ops.budget_change_preview",
+        {"campaign_id": "C-202", "new_daily_budget": 180_000},
+        principal=hiro,
     )
-    assert env.status is Status.OK
-    assert env.payload["daily_budget_after"] == 50_000
+    env = await gate.call(
+        "ops.budget_change_apply", {"preview_id": preview.payload["preview_id"]}, principal=hiro
+    )
+    assert env.status is Status.OK, env.error
+    assert state.campaigns["C-202"].daily_budget == 180_000
 
 
 async def test_rollback_by_someone_not_on_call_is_denied(

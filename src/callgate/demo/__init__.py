@@ -1,11 +1,18 @@
 """The demo toolset: a small operations domain with seeded data.
 
 One toolbox, ``ops``, with tools over four kinds of things of two tenants
-(``acme`` and ``globex``): advertising campaigns (``ops.campaigns_find``,
-``ops.campaign_set_budget``), production deployments (``ops.deploy_status``,
+(``acme`` and ``globex``): advertising campaigns (``ops.campaigns_find``, and
+the previewed change ``ops.budget_change_preview`` / ``ops.budget_change_apply``
+/ ``ops.budget_change_status``), production deployments (``ops.deploy_status``,
 ``ops.deploy_rollback``), internal notes (``ops.notes_search``,
 ``ops.notes_read``) and outbound email (``ops.send_email``). It is what the
 README, the docs and the CLI demonstrate on, and a realistic target for evals.
+
+A budget change is two steps: the preview computes the impact (before/after,
+the change in absolute and percent) without changing anything and returns a
+short-lived preview id; the apply takes only that id and makes exactly that
+change, once. With ``demo_policy()``, an increase of more than 50% needs a
+human's approval, filed as soon as the preview shows it.
 
 Example:
     from callgate import Gate, Principal
@@ -19,30 +26,62 @@ Example:
     )
     async with Gate(toolboxes(), store="memory://", policy=demo_policy()) as gate:
         env = await gate.call("ops.campaigns_find", {"query": "Autumn Sale"}, principal=alice)
+        preview = await gate.call(
+            "ops.budget_change_preview",
+            {"campaign_id": "C-101", "new_daily_budget": 1500},
+            principal=alice,
+        )
+        applied = await gate.call(
+            "ops.budget_change_apply",
+            {"preview_id": preview.payload["preview_id"]},
+            principal=alice,
+        )
 
-State: every ``toolboxes()`` call creates a fresh, deterministically seeded copy
-of the data, held in memory by that call's tools (so tests are isolated).
-Changes (a budget set, a rollback, a queued email) live only as long as those
-toolbox objects: the ``callgate call`` CLI starts a new process per command, so
-a change made by one command is not seen by the next. Nothing leaves the
-process: ``ops.send_email`` records messages in an in-memory outbox and never
-delivers them.
+State: by default every ``toolboxes()`` call creates a fresh, deterministically
+seeded copy of the data, held in memory by that call's tools, so two gates (or
+two tests) never see each other's changes.
+
+When the environment variable ``CALLGATE_DEMO_STATE`` names a file,
+``toolboxes()`` keeps the changeable data (campaigns, deployments, the email
+outbox) in that JSON file instead: it is seeded on first use (when the file is
+missing or empty), every read sees what other processes wrote, and every change
+is written back atomically (a temporary file, then ``os.replace``). A change
+reads, checks and writes under a thread lock and an exclusive ``fcntl.flock``
+on ``<file>.lock``, so two processes never interleave. This is how a change
+made by one ``callgate call`` command is seen by the next one (each is a new
+process). Delete the file to start over from the seeded data. POSIX only.
+
+Nothing leaves the process: ``ops.send_email`` records messages in an outbox
+and never delivers them.
 """
 
 from __future__ import annotations
+
+import os
 
 from callgate.contract import Toolbox
 from callgate.demo._policy import demo_policy
 from callgate.demo._state import DemoState
 from callgate.demo._toolbox import build_toolboxes
 
-__all__ = ["demo_policy", "toolboxes"]
+__all__ = ["STATE_ENV", "demo_policy", "toolboxes"]
+
+STATE_ENV = "CALLGATE_DEMO_STATE"
+"""The environment variable naming the file that keeps the demo's state."""
 
 
 def toolboxes() -> list[Toolbox]:
-    """Fresh demo toolboxes (one, ``ops``) over freshly seeded data.
+    """The demo toolboxes (one, ``ops``) over seeded data.
 
-    Each call returns new objects with their own state, so two gates (or two
-    tests) never see each other's changes.
+    Without ``CALLGATE_DEMO_STATE`` each call returns new objects over a fresh
+    in-memory copy of the data. With it, the tools read and write the state in
+    that file (created and seeded if needed), shared by every process using it.
+
+    Returns:
+        The toolbox ``ops``, in a list.
+
+    Raises:
+        DemoStateError: the file exists but is not a demo state.
     """
-    return build_toolboxes(DemoState())
+    path = os.environ.get(STATE_ENV, "").strip()
+    return build_toolboxes(DemoState(path=path or None))

@@ -77,7 +77,7 @@ class DeployTools:
             8601), started_by, and for a rolled-back one who rolled it back, when
             and why.
         """
-        with self._state.lock:
+        with self._state.transaction():
             return _deployment(self._get(deploy_id, tenant_id))
 
     @tool(
@@ -122,7 +122,7 @@ class DeployTools:
             Tell the user which version now runs, and confirm with ops.deploy_status.
         """
         state = self._state
-        with state.lock:
+        with state.transaction():
             deployment = self._get(deploy_id, tenant_id)
             if deployment.state == "rolled_back":
                 by = f" by {deployment.rolled_back_by}" if deployment.rolled_back_by else ""

@@ -26,7 +26,25 @@ class Campaign(BaseModel):
     )
 
 
+class BudgetImpact(BaseModel):
+    """What a budget change would do; nothing is changed by computing it."""
+
+    campaign_id: str
+    name: str
+    status: CampaignStatus
+    currency: str = Field(description="ISO 4217 code, e.g. 'USD'.")
+    daily_budget_before: int = Field(description="The current daily budget (whole units).")
+    daily_budget_after: int = Field(description="The daily budget after the change.")
+    change: int = Field(description="after minus before; negative for a decrease.")
+    increase_pct: float = Field(
+        description="The change in percent of the current budget (80.0 is +80%); negative "
+        "for a decrease. Rounded away from zero to 2 decimals."
+    )
+
+
 class BudgetChange(BaseModel):
+    """What an applied budget change did."""
+
     campaign_id: str
     name: str
     currency: str

@@ -84,7 +84,7 @@ class NoteTools:
             The note: id, title, author, updated_at (UTC), tags and body (Markdown).
             Long notes may come back truncated, with a cursor to read the rest.
         """
-        with self._state.lock:
+        with self._state.transaction():
             note = owned(
                 self._state.notes,
                 note_id,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from callgate.runtime.policy import Policy, Rule
 
-BUDGET_APPROVAL_THRESHOLD = 50_000
-"""Daily budgets above this (whole currency units) need a human's approval."""
+BUDGET_INCREASE_APPROVAL_PCT = 50
+"""Budget increases of more than this percentage of the current budget need approval."""
 
 
 def demo_policy() -> Policy:
@@ -15,8 +15,10 @@ def demo_policy() -> Policy:
       the sender's domain (``principal.attributes.domain``, e.g. ``acme.example``)
       waits for a human. A principal without a ``domain`` attribute needs approval
       for every email (fail closed).
-    - ``large-budget-needs-approval``: ``ops.campaign_set_budget`` with
-      ``new_daily_budget`` above 50,000 waits for a human.
+    - ``budget-increase-over-50pct``: ``ops.budget_change_apply`` of a preview
+      whose impact raises the daily budget by more than 50% waits for a human
+      (the campaign owner). The approval is filed, and the model told, as soon as
+      ``ops.budget_change_preview`` computes the impact.
     - ``rollback-needs-oncall``: ``ops.deploy_rollback`` is refused unless the
       principal has the role ``oncall``. (Another tenant's deployment is refused by
       the tool itself.)
@@ -35,10 +37,11 @@ def demo_policy() -> Policy:
             ),
             Rule(
                 "require_approval",
-                name="large-budget-needs-approval",
-                tools=["ops.campaign_set_budget"],
-                when=f"args.new_daily_budget > {BUDGET_APPROVAL_THRESHOLD}",
-                reason=f"daily budgets above {BUDGET_APPROVAL_THRESHOLD:,} need a human's approval",
+                tools=["ops.budget_change_apply"],
+                when=f"impact.increase_pct > {BUDGET_INCREASE_APPROVAL_PCT}",
+                name="budget-increase-over-50pct",
+                reason="an increase of more than 50% over the current daily budget needs the "
+                "campaign owner's approval",
             ),
             Rule(
                 "deny",

@@ -230,7 +230,7 @@ NOTES: tuple[NoteRecord, ...] = (
             "- Autumn Sale_Search_Retarget (C-102): 400 USD/day; do not raise, the "
             "audience is small and frequency is already high.\n"
             "- Autumn Sale_Display (C-103): paused since 20 October (poor viewability).\n\n"
-            "Budget changes above 50,000 per day need the marketing director's approval."
+            "Raising a daily budget by more than 50% needs the campaign owner's approval."
         ),
         author="carol@acme.example",
         updated_at=_at("2025-10-21T08:15:00"),

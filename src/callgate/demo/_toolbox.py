@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from callgate.contract import Toolbox
-from callgate.demo._campaigns import CampaignTools
+from callgate.demo._campaigns import BUDGET_PREVIEW_TTL, CampaignTools, add_budget_change
 from callgate.demo._deploys import DeployTools
 from callgate.demo._email import EmailTools
 from callgate.demo._notes import NoteTools
@@ -12,8 +12,16 @@ from callgate.demo._state import DemoState
 TOOLBOX = "ops"
 
 
-def build_toolboxes(state: DemoState) -> list[Toolbox]:
-    """The demo toolboxes over ``state`` (tests use it to inspect the state)."""
+def build_toolboxes(state: DemoState, *, budget_ttl: float = BUDGET_PREVIEW_TTL) -> list[Toolbox]:
+    """The demo toolboxes over ``state`` (tests use it to inspect the state).
+
+    Args:
+        state: The data the tools read and change.
+        budget_ttl: Seconds a ``ops.budget_change_preview`` id stays valid.
+
+    Returns:
+        One toolbox, ``ops``.
+    """
     campaigns = CampaignTools(state)
     deploys = DeployTools(state)
     notes = NoteTools(state)
@@ -25,7 +33,6 @@ def build_toolboxes(state: DemoState) -> list[Toolbox]:
         "sample data; email is never delivered).",
         tools=[
             campaigns.campaigns_find,
-            campaigns.campaign_set_budget,
             deploys.deploy_status,
             deploys.deploy_rollback,
             notes.notes_search,
@@ -33,4 +40,5 @@ def build_toolboxes(state: DemoState) -> list[Toolbox]:
             email.send_email,
         ],
     )
+    add_budget_change(ops, state, ttl=budget_ttl)
     return [ops]

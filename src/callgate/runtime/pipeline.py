@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+import anyio
+
 from callgate.errors import ErrorKind
 from callgate.runtime import approvals, idempotency
 from callgate.runtime.call import Call
@@ -50,7 +52,10 @@ async def run(call: Call) -> Envelope:
         envelope = await _stages(call)
     except asyncio.CancelledError:
         envelope = _cancelled(call)
-        await asyncio.shield(_record(call, envelope))
+        # Shielded for real (not asyncio.shield, which only detaches): the
+        # record is written before the cancellation goes on.
+        with anyio.CancelScope(shield=True):
+            await _record(call, envelope)
         raise
     except Exception as exc:
         # A failure of the gateway itself (not of the tool): still one Envelope,
@@ -112,4 +117,5 @@ async def _record(call: Call, envelope: Envelope) -> None:
         await approvals.keep_result(call, envelope)
     finally:
         if call.idempotency_scope is not None:
-            await asyncio.shield(idempotency.finish(call, envelope))
+            with anyio.CancelScope(shield=True):
+                await idempotency.finish(call, envelope)

@@ -1,7 +1,7 @@
 """The lethal trifecta: private data + untrusted content + a way out.
 
 A session whose context has taken in private data (results of tools marked
-``private_data``) *and* untrusted content (results of open-world tools, or of
+``private_data``) *and* untrusted content (results of open-world reads, or of
 any tool from an untrusted source) must not reach an exfiltration-capable tool
 (open-world and not read-only: email, HTTP posts, messages) without a human's
 approval, whatever policy would otherwise allow. What entered a session is
@@ -26,7 +26,10 @@ def taints_of(spec: ToolSpec) -> list[str]:
     out = []
     if spec.private_data:
         out.append(PRIVATE)
-    if spec.effective_annotations.open_world:
+    eff = spec.effective_annotations
+    # What an open-world read fetches is outside content; so is anything an
+    # untrusted source returns. A trusted tool's write ("sent") brings none in.
+    if not spec.trusted_source or (eff.open_world and eff.read_only):
         out.append(UNTRUSTED)
     return out
 
@@ -76,7 +79,7 @@ def static_check(specs: Iterable[ToolSpec]) -> dict[str, list[str]] | None:
     pool = list(specs)
     found = {
         PRIVATE: [s.name for s in pool if s.private_data],
-        UNTRUSTED: [s.name for s in pool if s.effective_annotations.open_world],
+        UNTRUSTED: [s.name for s in pool if UNTRUSTED in taints_of(s)],
         "exfiltration": [s.name for s in pool if can_exfiltrate(s)],
     }
     return found if all(found.values()) else None

@@ -1,0 +1,215 @@
+"""Human approval: parked with the exact inputs, decided once, resumed once."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import anyio
+import pytest
+
+from callgate import ApprovalError, ErrorKind, Gate, Limits, Policy, Principal, Rule, Status
+from callgate.store import MemoryStore
+
+from .change_tools import Bank, build
+from .conftest import GateFactory
+
+pytestmark = pytest.mark.anyio
+
+ALICE = Principal(user="alice", tenant="acme", scopes={"bank:write"})
+BIG = Policy(
+    [Rule("require_approval", tools=["bank.pay"], when="args.amount > 1000", reason="big payment")]
+)
+PAY = {"to": "bob", "amount": 5000}
+
+
+async def park(gate: Gate, args: dict[str, object] = PAY) -> str:
+    env = await gate.call("bank.pay", args, principal=ALICE, session_id="s1")
+    assert env.status is Status.PENDING_APPROVAL, env
+    return str(env.payload["approval_id"])
+
+
+async def test_parked_call_shows_exact_inputs_and_runs_once_approved(
+    make_gate: GateFactory,
+) -> None:
+    bank = Bank()
+    async with make_gate([build(bank)], policy=BIG) as gate:
+        approval_id = await park(gate)
+        again = await gate.call("bank.pay", PAY, principal=ALICE)
+        approvals = await gate.approvals()
+        record = await approvals.get(approval_id)
+        listed = await approvals.list(state="pending")
+        await approvals.approve(approval_id, by="carol", note="checked the invoice")
+        ran = await gate.call("bank.pay", PAY, principal=ALICE)
+        used = await approvals.get(approval_id)
+        audit = await gate.audit()
+    assert again.payload["approval_id"] == approval_id  # same request, same approval
+    assert record is not None
+    assert record.arguments == {"to": "bob", "amount": 5000, "tenant_id": "acme"}
+    assert record.reason == "big payment" and record.user == "alice"
+    assert [r.id for r in listed] == [approval_id]
+    assert ran.ok and ran.decision is not None and ran.decision.effect == "approved"
+    assert "carol" in (ran.decision.reason or "")
+    assert bank.sent == ["acme:bob:5000"]
+    assert used is not None and used.state == "used" and used.result is not None
+    assert used.result["call_id"] == ran.call_id
+    decision = [r for r in audit if r.phase == "decision"]
+    assert len(decision) == 1 and decision[0].user == "carol"
+    assert decision[0].decision == "approved" and decision[0].call_id == approval_id
+
+
+async def test_an_approval_does_not_cover_other_arguments_or_a_second_run(
+    make_gate: GateFactory,
+) -> None:
+    bank = Bank()
+    async with make_gate([build(bank)], policy=BIG) as gate:
+        approval_id = await park(gate)
+        await (await gate.approvals()).approve(approval_id, by="carol")
+        other = await gate.call("bank.pay", {"to": "mallory", "amount": 5000}, principal=ALICE)
+        first = await gate.call("bank.pay", PAY, principal=ALICE)
+        replay = await gate.call("bank.pay", PAY, principal=ALICE)
+    assert other.status is Status.PENDING_APPROVAL and other.payload["approval_id"] != approval_id
+    assert first.ok
+    assert replay.status is Status.PENDING_APPROVAL  # one approval, one run
+    assert replay.payload["approval_id"] not in (approval_id, other.payload["approval_id"])
+    assert bank.sent == ["acme:bob:5000"]
+
+
+async def test_denial_reaches_the_model_with_the_reason(make_gate: GateFactory) -> None:
+    bank = Bank()
+    async with make_gate([build(bank)], policy=BIG) as gate:
+        approval_id = await park(gate)
+        await (await gate.approvals()).deny(approval_id, by="carol", reason="not in budget")
+        env = await gate.call("bank.pay", PAY, principal=ALICE)
+    assert env.error is not None and env.error.kind is ErrorKind.PERMISSION
+    assert "not in budget" in env.error.message_for_model and "carol" in env.error.message_for_model
+    assert bank.sent == []
+
+
+async def test_decisions_are_taken_once_and_not_by_the_requester(make_gate: GateFactory) -> None:
+    async with make_gate([build(Bank())], policy=BIG) as gate:
+        approval_id = await park(gate)
+        approvals = await gate.approvals()
+        with pytest.raises(ApprovalError, match="cannot approve"):
+            await approvals.approve(approval_id, by="alice")
+        await approvals.approve(approval_id, by="carol")
+        with pytest.raises(ApprovalError, match="approved"):
+            await approvals.approve(approval_id, by="dave")
+        with pytest.raises(ApprovalError, match="approved"):
+            await approvals.deny(approval_id, by="dave", reason="too late")
+        with pytest.raises(ApprovalError, match="no approval"):
+            await approvals.approve("apr_nope", by="carol")
+        with pytest.raises(ApprovalError, match="reason"):
+            await approvals.deny(approval_id, by="carol", reason=" ")
+
+
+async def test_fifty_concurrent_approvals_decide_once(make_gate: GateFactory) -> None:
+    async with make_gate([build(Bank())], policy=BIG) as gate:
+        approval_id = await park(gate)
+        approvals = await gate.approvals()
+        wins: list[str] = []
+
+        async def approve(i: int) -> None:
+            try:
+                await approvals.approve(approval_id, by=f"approver{i}")
+                wins.append(f"approver{i}")
+            except ApprovalError:
+                pass
+
+        async with anyio.create_task_group() as tg:
+            for i in range(50):
+                tg.start_soon(approve, i)
+        record = await approvals.get(approval_id)
+    assert len(wins) == 1 and record is not None and record.decided_by == wins[0]
+
+
+async def test_the_resumed_call_is_authorized_again(make_gate: GateFactory) -> None:
+    bank = Bank()
+    async with make_gate([build(bank)], policy=BIG) as gate:
+        approval_id = await park(gate)
+        await (await gate.approvals()).approve(approval_id, by="carol")
+        demoted = Principal(user="alice", tenant="acme", scopes=set())
+        refused = await gate.resume(approval_id, principal=demoted)
+        ran = await gate.resume(approval_id, principal=ALICE)
+        with pytest.raises(ApprovalError):
+            await gate.resume(approval_id, principal=Principal(user="eve", tenant="acme"))
+    assert refused.error is not None and refused.error.kind is ErrorKind.PERMISSION
+    assert ran.ok and bank.sent == ["acme:bob:5000"]
+
+
+async def test_expired_approvals_cannot_be_decided_or_used() -> None:
+    limits = Limits(approval_ttl=timedelta(milliseconds=50))
+    async with Gate([build(Bank())], store=MemoryStore(), policy=BIG, limits=limits) as gate:
+        approval_id = await park(gate)
+        await anyio.sleep(0.1)
+        approvals = await gate.approvals()
+        with pytest.raises(ApprovalError, match="expired"):
+            await approvals.approve(approval_id, by="carol")
+        expired = await approvals.list(state="expired")
+        again = await gate.call("bank.pay", PAY, principal=ALICE)
+    assert [r.id for r in expired] == [approval_id]
+    assert again.status is Status.PENDING_APPROVAL and again.payload["approval_id"] != approval_id
+
+
+async def test_a_restart_between_approval_and_resume_loses_nothing(
+    make_gate: GateFactory, store_kind: str
+) -> None:
+    if store_kind == "memory":
+        pytest.skip("a restart needs a durable store")
+    bank = Bank()
+    gate = make_gate([build(bank)], policy=BIG)
+    async with gate:
+        approval_id = await park(gate)
+    async with gate:  # the process came back: a new connection to the same database
+        await (await gate.approvals()).approve(approval_id, by="carol")
+    async with gate:
+        ran = await gate.call("bank.pay", PAY, principal=ALICE)
+        status = await gate.call(
+            "callgate.approval_status", {"approval_id": approval_id}, principal=ALICE
+        )
+    assert ran.ok and bank.sent == ["acme:bob:5000"]
+    assert status.payload["state"] == "used" and status.payload["result"]["status"] == "ok"
+
+
+async def test_auto_approval_only_for_trusted_sources() -> None:
+    from callgate import Toolbox
+
+    rules = [
+        Rule("require_approval", risk=["write_high_risk"], reason="writes need a human"),
+        Rule("auto_approve", when="args.amount <= 10", reason="small amounts are fine"),
+    ]
+    trusted = build(Bank())
+    untrusted = Toolbox("up", trusted=False)
+
+    @untrusted.tool
+    def pay(amount: int) -> int:
+        """Pay (from an untrusted upstream)."""
+        return amount
+
+    async with Gate([trusted, untrusted], store=MemoryStore(), policy=Policy(rules)) as gate:
+        small = await gate.call("bank.pay", {"to": "x", "amount": 5}, principal=ALICE)
+        big = await gate.call("bank.pay", {"to": "x", "amount": 50}, principal=ALICE)
+        upstream = await gate.call("up.pay", {"amount": 5}, principal=ALICE)
+    assert small.ok and small.decision is not None and small.decision.effect == "auto_approved"
+    assert big.status is Status.PENDING_APPROVAL
+    assert upstream.status is Status.PENDING_APPROVAL
+    assert upstream.error is not None and "untrusted" in upstream.error.message_for_model
+
+
+async def test_approval_status_tool_is_for_the_requester_only() -> None:
+    async with Gate([build(Bank())], store=MemoryStore(), policy=BIG) as gate:
+        approval_id = await park(gate)
+        mine = await gate.call(
+            "callgate.approval_status", {"approval_id": approval_id}, principal=ALICE
+        )
+        bob = Principal(user="bob", tenant="acme")
+        theirs = await gate.call(
+            "callgate.approval_status", {"approval_id": approval_id}, principal=bob
+        )
+        other_tenant = await gate.call(
+            "callgate.approval_status",
+            {"approval_id": approval_id},
+            principal=Principal(user="alice", tenant="globex"),
+        )
+    assert mine.payload["state"] == "pending" and mine.payload["tool"] == "bank.pay"
+    assert theirs.error is not None and theirs.error.kind is ErrorKind.PERMISSION
+    assert other_tenant.error is not None and other_tenant.error.kind is ErrorKind.CONSTRUCTION

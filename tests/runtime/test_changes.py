@@ -1,0 +1,178 @@
+"""Preview / apply: exactly once, bound to the previewed inputs and the caller."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from callgate import ErrorKind, Gate, Policy, Principal, Rule, Status
+
+from .change_tools import Bank, build
+from .conftest import GateFactory
+
+pytestmark = pytest.mark.anyio
+
+ALICE = Principal(user="alice", tenant="acme", scopes={"bank:write"})
+PREVIEW = "bank.limit_change_preview"
+APPLY = "bank.limit_change_apply"
+STATUS = "bank.limit_change_status"
+
+
+async def preview(gate: Gate, new_limit: int = 150, who: Principal = ALICE) -> str:
+    env = await gate.call(PREVIEW, {"account": "A-1", "new_limit": new_limit}, principal=who)
+    assert env.ok, env.error
+    return str(env.payload["preview_id"])
+
+
+def test_three_tools_with_the_ttl_in_their_descriptions() -> None:
+    box = build(Bank(), ttl=300)
+    names = [s.name for s in box]
+    assert names == [APPLY, PREVIEW, STATUS, "bank.pay"]
+    apply = box.get(APPLY)
+    assert apply is not None
+    assert set(apply.input_schema["properties"]) == {"preview_id"}
+    assert "5 minutes" in apply.description and STATUS in apply.description
+    assert apply.annotations.to_mcp()["idempotentHint"] is True
+    assert not apply.retry_safe  # never retried inside a call
+    prev = box.get(PREVIEW)
+    assert prev is not None and prev.risk.value == "read" and "5 minutes" in prev.description
+    assert "tenant_id" not in prev.input_schema["properties"]
+
+
+async def test_preview_changes_nothing_and_apply_does_it_once(make_gate: GateFactory) -> None:
+    bank = Bank()
+    async with make_gate([build(bank)]) as gate:
+        pid = await preview(gate)
+        assert bank.balances["acme:A-1"] == 100
+        first = await gate.call(APPLY, {"preview_id": pid}, principal=ALICE)
+        second = await gate.call(APPLY, {"preview_id": pid}, principal=ALICE)
+        status = await gate.call(STATUS, {"preview_id": pid}, principal=ALICE)
+    assert first.ok and first.payload == {"before": 100, "after": 150}
+    assert second.replayed and second.call_id == first.call_id and second.payload == first.payload
+    assert bank.applied == [("acme:A-1", 150)]
+    assert status.payload["state"] == "applied" and status.payload["result"]["after"] == 150
+
+
+async def test_fifty_concurrent_applies_apply_once(make_gate: GateFactory) -> None:
+    bank = Bank(apply_delay=0.05)
+    results = []
+    async with make_gate([build(bank)]) as gate:
+        pid = await preview(gate)
+
+        async def one() -> None:
+            results.append(await gate.call(APPLY, {"preview_id": pid}, principal=ALICE))
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                for _ in range(50):
+                    tg.start_soon(one)
+    assert len(bank.applied) == 1
+    assert {r.status for r in results} == {Status.OK}
+    assert len({r.call_id for r in results}) == 1
+
+
+async def test_apply_after_expiry_is_refused(make_gate: GateFactory) -> None:
+    bank = Bank()
+    async with make_gate([build(bank, ttl=0.05)]) as gate:
+        pid = await preview(gate)
+        await anyio.sleep(0.1)
+        env = await gate.call(APPLY, {"preview_id": pid}, principal=ALICE)
+        status = await gate.call(STATUS, {"preview_id": pid}, principal=ALICE)
+    assert env.error is not None and env.error.kind is ErrorKind.CONSTRUCTION
+    assert "expired" in env.error.message_for_model
+    assert PREVIEW in (env.error.next_step or "")
+    assert bank.applied == []
+    assert status.payload["state"] == "not_applied" and status.payload["preview_valid"] is False
+
+
+async def test_forged_or_altered_ids_are_refused(make_gate: GateFactory) -> None:
+    bank = Bank()
+    async with make_gate([build(bank)]) as gate:
+        pid = await preview(gate)
+        altered = pid[:-1] + ("A" if pid[-1] != "A" else "B")
+        answers = [
+            await gate.call(APPLY, {"preview_id": p}, principal=ALICE)
+            for p in (altered, "pv_forged", "")
+        ]
+    for env in answers:
+        assert env.error is not None and env.error.kind is ErrorKind.CONSTRUCTION
+        assert "preview" in (env.error.next_step or "")
+    assert bank.applied == []
+
+
+async def test_another_user_or_tenant_cannot_apply(make_gate: GateFactory) -> None:
+    bank = Bank()
+    bob = Principal(user="bob", tenant="acme", scopes={"bank:write"})
+    eve = Principal(user="alice", tenant="globex", scopes={"bank:write"})
+    async with make_gate([build(bank)]) as gate:
+        pid = await preview(gate)
+        answers = [await gate.call(APPLY, {"preview_id": pid}, principal=p) for p in (bob, eve)]
+        mine = await gate.call(APPLY, {"preview_id": pid}, principal=ALICE)
+    for env in answers:
+        assert env.error is not None and env.error.kind is ErrorKind.PERMISSION
+    assert mine.ok and len(bank.applied) == 1
+
+
+async def test_a_timed_out_apply_is_unknown_and_status_reconciles(make_gate: GateFactory) -> None:
+    bank = Bank(apply_delay=0.3)
+    async with make_gate([build(bank, timeout=0.1)]) as gate:
+        pid = await preview(gate)
+        env = await gate.call(APPLY, {"preview_id": pid}, principal=ALICE)
+        again = await gate.call(APPLY, {"preview_id": pid}, principal=ALICE)
+        await anyio.sleep(0.4)  # the abandoned worker thread finishes the change
+        status = await gate.call(STATUS, {"preview_id": pid}, principal=ALICE)
+    assert env.error is not None and env.error.kind is ErrorKind.UNKNOWN_OUTCOME
+    assert STATUS in (env.error.next_step or "") and "Do not retry" in (env.error.next_step or "")
+    assert again.replayed and again.error == env.error  # never re-run
+    assert len(bank.applied) == 1
+    assert status.payload["state"] == "applied"
+    assert "live system" in status.payload["verified"]
+
+
+async def test_policy_sees_the_impact_and_files_the_approval_at_preview(
+    make_gate: GateFactory,
+) -> None:
+    bank = Bank()
+    policy = Policy(
+        [
+            Rule(
+                "require_approval",
+                tools=[APPLY],
+                when="impact.increase_pct > 50",
+                reason="more than +50% needs the owner's approval",
+            )
+        ]
+    )
+    bob = Principal(user="bob", tenant="acme", scopes={"bank:write"})
+    async with make_gate([build(bank)], policy=policy) as gate:
+        small = await preview(gate, 120)
+        big = await gate.call(PREVIEW, {"account": "A-1", "new_limit": 180}, principal=ALICE)
+        approval_id = big.payload["approval"]["approval_id"]
+        assert "approval" in big.payload["next_step"] and approval_id in big.payload["next_step"]
+        parked = await gate.call(APPLY, {"preview_id": big.payload["preview_id"]}, principal=ALICE)
+        approvals = await gate.approvals()
+        record = await approvals.get(approval_id)
+        assert record is not None
+        await approvals.approve(approval_id, by="bob")
+        applied = await gate.call(APPLY, {"preview_id": big.payload["preview_id"]}, principal=ALICE)
+        small_applied = await gate.call(APPLY, {"preview_id": small}, principal=ALICE)
+        used = await approvals.get(approval_id)
+        status = await gate.call(STATUS, {"preview_id": big.payload["preview_id"]}, principal=ALICE)
+    assert parked.status is Status.PENDING_APPROVAL
+    assert parked.payload["approval_id"] == approval_id
+    assert parked.error is not None and approval_id in parked.error.message_for_model
+    # the approval shows the exact inputs, trusted fields included, and the impact
+    assert record.arguments == {
+        "account": "A-1",
+        "new_limit": 180,
+        "tenant_id": "acme",
+        "preview_id": big.payload["preview_id"],
+    }
+    assert record.impact == {"before": 100, "after": 180, "increase_pct": 80.0}
+    assert applied.ok and applied.decision is not None and applied.decision.effect == "approved"
+    assert small_applied.ok
+    assert bank.applied == [("acme:A-1", 180), ("acme:A-1", 120)]
+    assert used is not None and used.state == "used" and used.result is not None
+    assert used.result["payload"] == {"before": 100, "after": 180}
+    assert status.payload["approval"]["state"] == "used"
+    assert bob.user == "bob"
