@@ -11,11 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
+import platformdirs
 import typer
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from callgate import __version__
 from callgate.cli import render
@@ -30,6 +37,7 @@ from callgate.cli._common import (
     safe_url,
     split_list,
 )
+from callgate.cli.approvals import approvals_app
 from callgate.cli.audit_view import dropped_fields, records_json, summarize
 from callgate.cli.demo_tour import run_tour
 from callgate.config import GateConfig, default_config, load_config
@@ -45,6 +53,10 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(approvals_app)
+
+DEMO_STATE_ENV = "CALLGATE_DEMO_STATE"
+"""The file the demo tools keep their data in (read by ``callgate.demo``)."""
 
 StoreOption = Annotated[
     str | None,
@@ -118,6 +130,50 @@ def _config(ctx: typer.Context, config: Path | None, *, demo_default: bool = Tru
 
 def _store(ctx: typer.Context, store: str | None) -> str | None:
     return store or _globals(ctx).store
+
+
+def demo_state_file(store_url: str) -> Path | None:
+    """Where the demo keeps its data for the store ``store_url``.
+
+    A SQLite file gets ``<name>.demo-state.json`` beside it; another
+    persistent store one file per URL in the user data directory; an
+    in-memory store none (its approvals die with the process, so should the
+    demo's data).
+    """
+    if store_url in ("memory:", "memory://"):
+        return None
+    try:
+        url = make_url(store_url)
+    except ArgumentError:
+        return None
+    if url.get_backend_name() == "sqlite":
+        if not url.database or url.database == ":memory:":
+            return None
+        db = Path(url.database).expanduser()
+        return db.with_name(f"{db.name}.demo-state.json")
+    digest = hashlib.sha256(store_url.encode()).hexdigest()[:12]
+    return platformdirs.user_data_path("callgate", appauthor=False) / f"demo-state-{digest}.json"
+
+
+@contextmanager
+def _shared_demo_state(store_url: str) -> Iterator[None]:
+    """Set ``$CALLGATE_DEMO_STATE`` (unless set) while the command runs.
+
+    One ``callgate call`` per process would otherwise start from freshly seeded
+    data each time: a budget set by one command would be unknown to the next.
+    The variable is removed again afterwards, for callers running commands in
+    process (tests).
+    """
+    path = demo_state_file(store_url)
+    if path is None or os.environ.get(DEMO_STATE_ENV):
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.environ[DEMO_STATE_ENV] = str(path)
+    try:
+        yield
+    finally:
+        os.environ.pop(DEMO_STATE_ENV, None)
 
 
 # tools -----------------------------------------------------------------------
@@ -235,19 +291,24 @@ def call(
             attributes=parse_attributes(attr),
         )
         raw_args = read_arguments(args)
-        gate = _config(ctx, config).build_gate(_store(ctx, store))
-        envelope, records = asyncio.run(
-            _call(
-                gate,
-                tool,
-                raw_args,
-                principal=who,
-                session_id=session,
-                idempotency_key=idempotency_key,
-                timeout=timeout,
-                with_audit=not as_json,
+        cfg = _config(ctx, config)
+        serves_demo = (config or _globals(ctx).config) is None
+        with (
+            _shared_demo_state(cfg.store_url(_store(ctx, store))) if serves_demo else nullcontext()
+        ):
+            gate = cfg.build_gate(_store(ctx, store))
+            envelope, records = asyncio.run(
+                _call(
+                    gate,
+                    tool,
+                    raw_args,
+                    principal=who,
+                    session_id=session,
+                    idempotency_key=idempotency_key,
+                    timeout=timeout,
+                    with_audit=not as_json,
+                )
             )
-        )
     if as_json:
         print_json(envelope.model_dump(mode="json"))
         return

@@ -1,0 +1,242 @@
+"""The approvals HTTP API: the JSON endpoints the web console (and scripts) use.
+
+Endpoints (all JSON; an approval is :func:`~callgate.runtime.approvals.approval_json`):
+
+- ``GET /api/approvals?state=pending&limit=100``: ``{"approvals": [...]}``, newest first.
+- ``GET /api/approvals/{id}``: one approval, with its exact arguments, impact and
+  (once the approved call ran) its Envelope under ``result``.
+- ``POST /api/approvals/{id}/approve`` with ``{"note": "..."}`` (or ``{}``).
+- ``POST /api/approvals/{id}/deny`` with ``{"reason": "..."}`` (required: the
+  requester is told it).
+
+Access: every request needs a principal from ``authenticate`` (else 401).
+Reading shows only the principal's tenant's approvals (all of them for the
+role ``admin``); another tenant's approval looks exactly like a missing one
+(404). Deciding needs the role ``approver`` (403) and the approval's tenant
+(an admin who can see another tenant's approval still gets 403). The decider
+is always the authenticated user, never a field of the body, and nobody
+approves their own request. POST bodies must be ``application/json``, so a
+browser never sends one cross-site without a CORS preflight.
+
+Errors are ``{"error": {"code": ..., "message": ...}}``: 400 ``invalid_request``,
+401 ``unauthenticated``, 403 ``forbidden``, 404 ``not_found``, 409
+``already_decided`` / ``expired`` / ``self_approval``, 413 ``payload_too_large``,
+415 ``unsupported_media_type``.
+
+Deciding does not run the call: an approved call runs once, when its caller
+makes it again or resumes it (``Gate.resume``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from callgate.console.auth import Authenticate
+from callgate.contract import Principal
+from callgate.runtime.approvals import ApprovalError, Approvals, approval_json, effective_state
+from callgate.runtime.gate import Gate
+from callgate.store import ApprovalRecord
+
+__all__ = ["ADMIN_ROLE", "APPROVER_ROLE", "approvals_app"]
+
+APPROVER_ROLE = "approver"
+"""The role that may approve or deny (its own tenant's requests)."""
+ADMIN_ROLE = "admin"
+"""The role that may read every tenant's requests."""
+
+STATES = ("pending", "approved", "denied", "used", "expired")
+MAX_BODY_BYTES = 16 * 1024
+MAX_LIMIT = 500
+_NO_STORE = {"Cache-Control": "no-store"}
+
+
+class _ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(data, status_code=status, headers={**_NO_STORE, **(headers or {})})
+
+
+def _error(exc: _ApiError) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    return _json({"error": {"code": exc.code, "message": exc.message}}, exc.status, headers)
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, _ApiError)
+    return _error(exc)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own 404/405 as JSON errors too."""
+    assert isinstance(exc, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    response = _error(_ApiError(exc.status_code, code, str(exc.detail)))
+    if exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+def approvals_app(gate: Gate, *, authenticate: Authenticate) -> Starlette:
+    """A Starlette app serving the approvals API over ``gate``'s store.
+
+    The gate is opened on first use and not closed by the app: its owner
+    closes it (for example in the ASGI server's lifespan).
+
+    Args:
+        gate: whose approvals are listed and decided (decisions are audited there).
+        authenticate: maps a request to its principal, or None (401); see
+            :func:`~callgate.console.bearer_tokens`.
+
+    Returns:
+        The ASGI app; mount it or serve it as is.
+    """
+    api = _ApprovalsApi(gate, authenticate)
+    return Starlette(
+        routes=[
+            Route("/api/approvals", api.list_approvals, methods=["GET"]),
+            Route("/api/approvals/{approval_id}", api.show_approval, methods=["GET"]),
+            Route("/api/approvals/{approval_id}/approve", api.approve, methods=["POST"]),
+            Route("/api/approvals/{approval_id}/deny", api.deny, methods=["POST"]),
+        ],
+        exception_handlers={_ApiError: _api_error, HTTPException: _http_error},
+    )
+
+
+class _ApprovalsApi:
+    def __init__(self, gate: Gate, authenticate: Authenticate) -> None:
+        self._gate = gate
+        self._authenticate = authenticate
+
+    async def list_approvals(self, request: Request) -> Response:
+        who = self._principal(request)
+        state = request.query_params.get("state") or None
+        if state is not None and state not in STATES:
+            raise _ApiError(400, "invalid_request", f"state must be one of {', '.join(STATES)}")
+        limit = _limit(request.query_params.get("limit"))
+        approvals = await self._gate.approvals()
+        admin = ADMIN_ROLE in who.roles
+        rows = await approvals.list(state=state, tenant=None if admin else who.tenant, limit=limit)
+        # A tenant-less principal must not read the unfiltered list either.
+        visible = [r for r in rows if admin or r.tenant == who.tenant]
+        return _json({"approvals": [approval_json(r) for r in visible]})
+
+    async def show_approval(self, request: Request) -> Response:
+        who = self._principal(request)
+        return _json(approval_json(await self._visible(request, who)))
+
+    async def approve(self, request: Request) -> Response:
+        who = self._approver(request)
+        body = await _body(request)
+        note = body.get("note")
+        if note is not None and not isinstance(note, str):
+            raise _ApiError(400, "invalid_request", "note must be a string")
+        record = await self._decidable(request, who, approving=True)
+        return await self._decide(record, lambda a: a.approve(record.id, by=who.user, note=note))
+
+    async def deny(self, request: Request) -> Response:
+        who = self._approver(request)
+        body = await _body(request)
+        reason = body.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise _ApiError(400, "invalid_request", "reason is required: the requester is told why")
+        record = await self._decidable(request, who, approving=False)
+        return await self._decide(record, lambda a: a.deny(record.id, by=who.user, reason=reason))
+
+    # access ---------------------------------------------------------------------
+    def _principal(self, request: Request) -> Principal:
+        principal = self._authenticate(request)
+        if principal is None:
+            raise _ApiError(401, "unauthenticated", "authentication required")
+        return principal
+
+    def _approver(self, request: Request) -> Principal:
+        who = self._principal(request)
+        if APPROVER_ROLE not in who.roles:
+            raise _ApiError(403, "forbidden", f"deciding needs the role {APPROVER_ROLE!r}")
+        return who
+
+    async def _visible(self, request: Request, who: Principal) -> ApprovalRecord:
+        approval_id = request.path_params["approval_id"]
+        record = await (await self._gate.approvals()).get(approval_id)
+        if record is None or not (ADMIN_ROLE in who.roles or record.tenant == who.tenant):
+            raise _ApiError(404, "not_found", f"no approval request {approval_id!r}")
+        return record
+
+    async def _decidable(
+        self, request: Request, who: Principal, *, approving: bool
+    ) -> ApprovalRecord:
+        record = await self._visible(request, who)
+        if record.tenant != who.tenant:
+            raise _ApiError(
+                403, "forbidden", f"{record.id} belongs to another tenant; its approvers decide it"
+            )
+        if approving and record.user == who.user:
+            raise _ApiError(
+                409, "self_approval", f"you filed {record.id}; another person must approve it"
+            )
+        state = effective_state(record)
+        if state == "expired":
+            raise _ApiError(409, "expired", f"{record.id} has expired; the caller must ask again")
+        if state != "pending":
+            raise _ApiError(
+                409, "already_decided", f"{record.id} is {state}; a decision is taken once"
+            )
+        return record
+
+    async def _decide(
+        self,
+        record: ApprovalRecord,
+        action: Callable[[Approvals], Awaitable[ApprovalRecord]],
+    ) -> Response:
+        try:
+            decided = await action(await self._gate.approvals())
+        except ApprovalError as exc:  # decided (or expired) by someone else meanwhile
+            raise _ApiError(409, "already_decided", str(exc)) from None
+        return _json(approval_json(decided))
+
+
+def _limit(raw: str | None) -> int:
+    if raw is None:
+        return 100
+    try:
+        limit = int(raw)
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= MAX_LIMIT:
+        raise _ApiError(400, "invalid_request", f"limit must be a whole number 1-{MAX_LIMIT}")
+    return limit
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    """The POST body: a JSON object, at most :data:`MAX_BODY_BYTES`."""
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type != "application/json":
+        raise _ApiError(
+            415, "unsupported_media_type", "send a JSON object with Content-Type application/json"
+        )
+    raw = b""
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY_BYTES:
+            raise _ApiError(413, "payload_too_large", f"the body exceeds {MAX_BODY_BYTES} bytes")
+    try:
+        body = json.loads(raw or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise _ApiError(400, "invalid_request", "the body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise _ApiError(400, "invalid_request", "the body must be a JSON object")
+    return body
