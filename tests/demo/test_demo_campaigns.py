@@ -277,15 +277,15 @@ async def test_apply_after_the_campaign_was_paused_changes_nothing(
     assert state.campaigns["C-101"].daily_budget == 1200
 
 
-async def test_apply_when_the_budget_was_set_meanwhile_reports_no_change(
+async def test_apply_when_the_budget_changed_meanwhile_is_refused(
     gate: Gate, alice: Principal, state: DemoState
 ) -> None:
     preview = await _preview(gate, alice, "C-101", 1500)
     state.update(state.campaigns, state.campaigns["C-101"], daily_budget=1500)
     env = await _apply(gate, alice, preview)
-    assert env.status is Status.OK, env.error
-    assert env.payload["changed"] is False
-    assert env.payload["daily_budget_before"] == env.payload["daily_budget_after"] == 1500
+    # The world no longer matches what was previewed: nothing is applied.
+    assert env.error is not None and env.error.kind is ErrorKind.BUSINESS_STATE
+    assert state.campaigns["C-101"].daily_budget == 1500
 
 
 def test_verify_reads_the_live_budget(state: DemoState) -> None:

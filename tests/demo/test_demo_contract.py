@@ -9,7 +9,7 @@ from callgate.demo import demo_policy, toolboxes
 from callgate.store import MemoryStore
 
 EXPECTED = {
-    "ops.budget_change_apply": ("campaigns:write", RiskTier.WRITE_IDEMPOTENT),
+    "ops.budget_change_apply": ("campaigns:write", RiskTier.WRITE_HIGH_RISK),
     "ops.budget_change_preview": ("campaigns:write", RiskTier.READ),
     "ops.budget_change_status": ("campaigns:write", RiskTier.READ),
     "ops.campaigns_find": ("campaigns:read", RiskTier.READ),

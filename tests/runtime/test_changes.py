@@ -170,9 +170,25 @@ async def test_policy_sees_the_impact_and_files_the_approval_at_preview(
     }
     assert record.impact == {"before": 100, "after": 180, "increase_pct": 80.0}
     assert applied.ok and applied.decision is not None and applied.decision.effect == "approved"
-    assert small_applied.ok
-    assert bank.applied == [("acme:A-1", 180), ("acme:A-1", 120)]
+    # The small preview was computed against 100; the limit is 180 now.
+    assert small_applied.error is not None
+    assert small_applied.error.kind is ErrorKind.BUSINESS_STATE
+    assert "changed since the preview" in small_applied.error.message_for_model
+    assert bank.applied == [("acme:A-1", 180)]
     assert used is not None and used.state == "used" and used.result is not None
     assert used.result["payload"] == {"before": 100, "after": 180}
     assert status.payload["approval"]["state"] == "used"
     assert bob.user == "bob"
+
+
+async def test_apply_refuses_when_the_world_changed_since_the_preview(
+    make_gate: GateFactory,
+) -> None:
+    bank = Bank()
+    async with make_gate([build(bank)]) as gate:
+        pid = await preview(gate, 125)  # +25% of 100
+        bank.balances["acme:A-1"] = 40  # meanwhile: applying 125 now is +212%
+        env = await gate.call(APPLY, {"preview_id": pid}, principal=ALICE)
+    assert env.error is not None and env.error.kind is ErrorKind.BUSINESS_STATE
+    assert PREVIEW in (env.error.next_step or "")
+    assert bank.applied == []

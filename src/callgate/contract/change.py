@@ -21,7 +21,7 @@ this module only describes them.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -52,6 +52,9 @@ class ChangeBinding:
     performer: ToolSpec | None = None
     """For ``apply``: the spec of the real apply function (its handler and trusted
     fields); the model-facing apply tool takes only the preview id."""
+    previewer: ToolSpec | None = None
+    """For ``apply``: the preview function, run again just before applying to check
+    that the impact is still what was previewed (and approved)."""
     verifier: ToolSpec | None = None
     """For ``status``: the optional function that checks, on the live system,
     whether the change is in effect (used when an apply's outcome is unknown)."""
@@ -83,6 +86,7 @@ class ChangeBuilder:
         timeout: float | None = None,
         title: str | None = None,
         private_data: bool = False,
+        input_examples: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         if ttl <= 0:
             raise ValueError("ttl must be positive")
@@ -96,6 +100,7 @@ class ChangeBuilder:
         self._timeout = timeout
         self._title = title
         self._private_data = private_data
+        self._input_examples = tuple(input_examples)
         self._preview: Callable[..., Any] | None = None
         self._apply: Callable[..., Any] | None = None
         self._verify: Callable[..., Any] | None = None
@@ -132,7 +137,10 @@ class ChangeBuilder:
         names = {role: f"{base}_{role}" for role in ("preview", "apply", "status")}
 
         def binding(
-            role: ChangeRole, performer: ToolSpec | None = None, verifier: ToolSpec | None = None
+            role: ChangeRole,
+            performer: ToolSpec | None = None,
+            verifier: ToolSpec | None = None,
+            previewer: ToolSpec | None = None,
         ) -> ChangeBinding:
             return ChangeBinding(
                 role=role,
@@ -143,6 +151,7 @@ class ChangeBuilder:
                 status_tool=names["status"],
                 performer=performer,
                 verifier=verifier,
+                previewer=previewer,
             )
 
         preview = spec_from_function(
@@ -156,6 +165,7 @@ class ChangeBuilder:
             open_world=False,
             timeout=self._timeout,
             private_data=self._private_data,
+            input_examples=self._input_examples,
         )
         performer = spec_from_function(
             self._apply,
@@ -188,6 +198,7 @@ class ChangeBuilder:
                 f"for {ttl}, bound to these exact arguments; to make the change call "
                 f"{names['apply']} with it."
             ),
+            output_schema=_preview_output_schema(preview.output_schema),
             change=binding("preview"),
             contract_hash="",
         )
@@ -202,7 +213,8 @@ class ChangeBuilder:
             destructive=self._destructive,
             idempotent=True,
             open_world=self._open_world,
-            risk=self._risk,
+            # The change a preview/apply pair guards is high-risk by declaration.
+            risk=self._risk if self._risk is not None else RiskTier.WRITE_HIGH_RISK,
             timeout=self._timeout,
         )
         apply = dataclasses.replace(
@@ -215,7 +227,7 @@ class ChangeBuilder:
             ),
             input_schema=_preview_id_schema("The preview_id returned by " + names["preview"]),
             output_schema=performer.output_schema,
-            change=binding("apply", performer),
+            change=binding("apply", performer, previewer=preview),
             contract_hash="",
         )
         status = dataclasses.replace(
@@ -224,6 +236,7 @@ class ChangeBuilder:
                 toolbox=box.name,
                 trusted_source=box.trusted,
                 name=f"{self._name}_status",
+                title=f"Status: {self._title}" if self._title else None,
                 scopes=self._scopes,
                 read_only=True,
                 open_world=False,
@@ -241,6 +254,27 @@ class ChangeBuilder:
         for spec in (preview, apply, status):
             box.add_spec(spec)
             self._registered.append(spec.name)
+
+
+def _preview_output_schema(impact: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What a preview tool returns: the id, its expiry, the impact, the next step."""
+    impact_schema = dict(impact) if impact is not None else {}
+    defs = impact_schema.pop("$defs", None)
+    out: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "preview_id": {"type": "string"},
+            "expires_at": {"type": "string", "format": "date-time"},
+            "impact": impact_schema,
+            "next_step": {"type": "string"},
+            "approval": {"type": "object"},
+            "policy": {"type": "object"},
+        },
+        "required": ["preview_id", "expires_at", "impact", "next_step"],
+    }
+    if defs:
+        out["$defs"] = defs
+    return out
 
 
 def _preview_id_schema(description: str) -> dict[str, Any]:

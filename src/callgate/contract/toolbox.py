@@ -128,6 +128,8 @@ class Toolbox:
         risk: RiskTier | str | None = None,
         timeout: float | None = None,
         title: str | None = None,
+        private_data: bool = False,
+        input_examples: Sequence[Mapping[str, Any]] = (),
     ) -> ChangeBuilder:
         """Declare a previewed change: ``<name>_preview``, ``_apply`` and ``_status``.
 
@@ -145,6 +147,8 @@ class Toolbox:
             risk=risk,
             timeout=timeout,
             title=title,
+            private_data=private_data,
+            input_examples=input_examples,
         )
 
     def add(self, fn: Callable[..., Any], **options: Any) -> ToolSpec:

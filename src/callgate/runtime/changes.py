@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import secrets
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 import anyio
 
 from callgate.contract import ToolContext, ToolSpec
-from callgate.errors import ErrorKind
+from callgate.errors import ErrorKind, ToolError
 from callgate.runtime import approvals
 from callgate.runtime.call import Call, hash_json
 from callgate.runtime.envelope import Envelope
@@ -91,32 +92,60 @@ async def inject_apply(call: Call) -> Envelope | None:
     return None
 
 
-async def _verify(call: Call, verifier: ToolSpec) -> bool:
-    """Ask the live system whether the previewed change is in effect."""
+async def _run_helper(call: Call, helper: ToolSpec) -> Any:
+    """Run a change's own helper function (preview again, verify) on the previewed
+    arguments. Part of the apply or status tool's work, inside its governed call."""
     assert call.preview is not None
     stored = call.preview.arguments
-    kwargs, _ = verifier.handler.prepare(
-        {k: v for k, v in stored.items() if k in verifier.input_schema.get("properties", {})}
+    kwargs, _ = helper.handler.prepare(
+        {k: v for k, v in stored.items() if k in helper.input_schema.get("properties", {})}
     )
-    injected = {k: stored[k] for k in verifier.trusted_fields}
+    injected = {k: stored[k] for k in helper.trusted_fields}
     ctx = ToolContext(
         call_id=call.call_id,
         trace_id=call.trace_id,
-        tool=verifier.name,
+        tool=helper.name,
         principal=call.principal,
         session_id=call.session_id,
         idempotency_key=None,
         deadline=datetime.now(UTC) + timedelta(seconds=30),
         attempt=1,
     )
-    if verifier.handler.is_async:
-        result = await verifier.handler.invoke(kwargs, injected, ctx)
-    else:
-        result = await anyio.to_thread.run_sync(
-            functools.partial(verifier.handler.invoke, kwargs, injected, ctx),
-            limiter=call.services.thread_limiter,
+    if helper.handler.is_async:
+        return await helper.handler.invoke(kwargs, injected, ctx)
+    return await anyio.to_thread.run_sync(
+        functools.partial(helper.handler.invoke, kwargs, injected, ctx),
+        limiter=call.services.thread_limiter,
+    )
+
+
+async def check_unchanged(call: Call) -> Envelope | None:
+    """Before applying: the impact must still be what was previewed (and approved).
+
+    Otherwise the apply would do something nobody saw: e.g. +25% previewed, the
+    budget lowered meanwhile, +200% applied without the approval +200% needs.
+    """
+    spec = call.spec
+    assert spec is not None and spec.change is not None and call.preview is not None
+    previewer = spec.change.previewer
+    if previewer is None:
+        return None
+    again = f"Call {spec.change.preview_tool} again and show the user the new impact."
+    try:
+        now = await _run_helper(call, previewer)
+    except ToolError as exc:
+        return call.fail(exc.kind, exc.message, next_step=exc.next_step or again)
+    if json.dumps(now, sort_keys=True, default=str) != json.dumps(
+        call.preview.impact, sort_keys=True, default=str
+    ):
+        call.detail["impact_now"] = now
+        return call.fail(
+            ErrorKind.BUSINESS_STATE,
+            "The situation changed since the preview, so applying it would not do what was "
+            "previewed; nothing was changed.",
+            next_step=again,
         )
-    return bool(result)
+    return None
 
 
 async def after_preview(call: Call, impact: Any) -> dict[str, Any]:
@@ -225,7 +254,7 @@ async def status(call: Call) -> dict[str, Any]:
             if error["kind"] == ErrorKind.UNKNOWN_OUTCOME:
                 out["state"] = "unknown"
     if out["state"] in ("applying", "unknown") and spec.change.verifier is not None:
-        in_effect = await _verify(call, spec.change.verifier)
+        in_effect = bool(await _run_helper(call, spec.change.verifier))
         out["state"] = "applied" if in_effect else "not_applied"
         out["verified"] = (
             "checked on the live system: the change is in effect"

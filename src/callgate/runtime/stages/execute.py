@@ -48,6 +48,11 @@ async def execute(call: Call) -> Envelope | None:
     if parked is not None:
         return parked
 
+    if spec.change is not None and spec.change.role == "apply":
+        changed = await changes.check_unchanged(call)
+        if changed is not None:
+            return changed
+
     limit = services.limits.duplicate_call_limit
     if call.session_id and limit and call.args_hash:
         seen = await services.store.count_session_calls(call.session_id, spec.name, call.args_hash)
