@@ -247,12 +247,12 @@ def test_bad_store_url_in_the_file(tmp_path: Path) -> None:
 async def test_default_config_serves_the_demo() -> None:
     config = default_config()
     gate = config.build_gate("memory://")
-    alice = Principal("alice", tenant="acme", scopes=["campaigns:write"])
+    alice = Principal("alice", tenant="acme", scopes=["email:send"])
 
     async with gate:
         envelope = await gate.call(
-            "ops.campaign_set_budget",
-            {"campaign_id": "C-101", "new_daily_budget": 80000},
+            "ops.send_email",
+            {"to": ["x@globex.example"], "subject": "s", "body": "b"},
             principal=alice,
         )
 

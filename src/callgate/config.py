@@ -11,7 +11,7 @@ Example ``callgate.toml``::
     [[policy.rules]]
     name = "big-budgets"
     effect = "require_approval"
-    tools = ["ops.campaign_set_budget"]
+    tools = ["ops.budget_change_apply"]
     when = "args.new_daily_budget > 50000"
     reason = "budgets above 50,000 need a human"
 

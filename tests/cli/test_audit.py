@@ -34,7 +34,7 @@ def _append_intent(url: str, call_id: str) -> None:
                         phase="intent",
                         at=datetime.now(UTC),
                         trace_id="t-crash",
-                        tool="ops.campaign_set_budget",
+                        tool="ops.budget_change_apply",
                         user="alice",
                         tenant="acme",
                         risk="write_idempotent",
@@ -81,11 +81,18 @@ def test_intent_without_final_is_flagged_in_json(cli: Cli) -> None:
 
 def test_readable_audit_merges_records_per_call_and_shows_unknown_outcomes(cli: Cli) -> None:
     _find(cli, "Autumn", ', "tenant_id": "globex"')
-    cli.json(
+    preview = cli.json(
         "call",
-        "ops.campaign_set_budget",
+        "ops.budget_change_preview",
         "--args",
         '{"campaign_id": "C-101", "new_daily_budget": 1300}',
+        *ALICE_ARGS,
+    )
+    cli.json(
+        "call",
+        "ops.budget_change_apply",
+        "--args",
+        json.dumps({"preview_id": preview["payload"]["preview_id"]}),
         *ALICE_ARGS,
     )
     _append_intent(cli.store, "call_crashed")
@@ -95,14 +102,14 @@ def test_readable_audit_merges_records_per_call_and_shows_unknown_outcomes(cli: 
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     rows = [line for line in lines if "ops." in line]
-    # The budget change wrote an intent and a final record: still one row.
-    assert len(rows) == 3
-    find, change, crashed = rows
+    # The apply wrote an intent and a final record: still one row.
+    assert len(rows) == 4
+    find, _preview, change, crashed = rows
     assert "alice (acme)" in find
     assert "allow" in find
     assert "ok" in find
     assert "tenant_id" in find
-    assert "ops.campaign_set_budget" in change
+    assert "ops.budget_change_apply" in change
     assert " ok " in change
     assert "call_crashed" not in result.stdout  # one row per call, no ids in the table
     assert "unknown (no outcome recorded)" in crashed

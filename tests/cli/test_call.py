@@ -35,10 +35,23 @@ def test_malformed_json_arguments_reach_the_gate_and_get_a_construction_error(cl
     assert envelope["error"]["next_step"]
 
 
+EXTERNAL_MAIL = '{"to": ["buyer@globex.example"], "subject": "Hi", "body": "Budget news."}'
+MAILER_ARGS = (
+    "--principal",
+    "alice@acme.example",
+    "--tenant",
+    "acme",
+    "--scopes",
+    "email:send",
+    "--attr",
+    "domain=acme.example",
+)
+
+
 def test_missing_scope_is_a_permission_error_with_exit_code_0(cli: Cli) -> None:
     result = cli(
         "call",
-        "ops.campaign_set_budget",
+        "ops.budget_change_preview",
         "--args",
         '{"campaign_id": "C-101", "new_daily_budget": 1500}',
         "--principal",
@@ -58,17 +71,11 @@ def test_missing_scope_is_a_permission_error_with_exit_code_0(cli: Cli) -> None:
 
 
 def test_policy_can_park_a_call_as_pending_approval(cli: Cli) -> None:
-    envelope = cli.json(
-        "call",
-        "ops.campaign_set_budget",
-        "--args",
-        '{"campaign_id": "C-101", "new_daily_budget": 80000}',
-        *ALICE_ARGS,
-    )
+    envelope = cli.json("call", "ops.send_email", "--args", EXTERNAL_MAIL, *MAILER_ARGS)
 
     assert envelope["status"] == "pending_approval"
     assert envelope["decision"]["effect"] == "require_approval"
-    assert envelope["decision"]["rule"] == "large-budget-needs-approval"
+    assert envelope["decision"]["rule"] == "external-email-needs-approval"
     assert "Nothing was executed" in envelope["error"]["message_for_model"]
     assert envelope["error"]["kind"] == "business_state"
     assert envelope["payload"]["approval_id"].startswith("apr_")
@@ -99,20 +106,12 @@ def test_readable_error_output_shows_kind_message_and_next_step(cli: Cli) -> Non
 
 
 def test_readable_pending_approval_shows_rule_and_reason(cli: Cli) -> None:
-    result = cli(
-        "call",
-        "ops.campaign_set_budget",
-        "--args",
-        '{"campaign_id": "C-101", "new_daily_budget": 80000}',
-        *ALICE_ARGS,
-    )
+    result = cli("call", "ops.send_email", "--args", EXTERNAL_MAIL, *MAILER_ARGS)
 
     assert result.exit_code == 0
-    assert "ops.campaign_set_budget  pending_approval" in result.stdout
-    assert (
-        "require_approval  rule large-budget-needs-approval: daily budgets above 50,000"
-        in result.stdout
-    )
+    assert "ops.send_email  pending_approval" in result.stdout
+    assert "rule external-email-needs-approval" in result.stdout
+    assert "approval request has been filed: apr_" in " ".join(result.stdout.split())
 
 
 def test_truncated_result_shows_the_notice_with_its_cursor(cli: Cli) -> None:

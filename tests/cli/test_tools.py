@@ -34,11 +34,12 @@ def test_tools_table_shows_name_risk_scopes_and_summary(cli: Cli) -> None:
     result = cli("tools")
 
     assert result.exit_code == 0
-    row = next(line for line in result.stdout.splitlines() if "ops.campaign_set_budget" in line)
-    assert "write_idempotent" in row
+    row = next(line for line in result.stdout.splitlines() if "ops.budget_change_apply" in line)
+    assert "write_high_risk" in row
     assert "campaigns:write" in row
-    assert "tenant_id" in row
-    assert "Set the daily budget of one active campaign" in row
+    words = " ".join(result.stdout.split())
+    assert "set by server: tenant_id Find your organization's advertising campaigns" in words
+    assert "Set a campaign's daily budget to the amount shown by its preview" in words
     assert "callgate.read_more" in result.stdout
 
 
@@ -66,7 +67,7 @@ def test_narrow_terminal_still_shows_every_fact(cli: Cli) -> None:
     assert result.exit_code == 0
     words = " ".join(result.stdout.split())  # lines may wrap anywhere between words
     assert (
-        "ops.campaign_set_budget write_idempotent scopes: campaigns:write "
-        "set by server: tenant_id Set the daily budget of one active campaign"
+        "ops.budget_change_preview read scopes: campaigns:write set by server: tenant_id "
+        "Preview setting one active campaign's daily budget"
     ) in words
     assert "…" not in result.stdout

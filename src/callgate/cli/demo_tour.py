@@ -30,7 +30,7 @@ from callgate.store import AuditRecord, Store
 ALICE = Principal(
     "alice@acme.example",
     tenant="acme",
-    scopes=["campaigns:read", "campaigns:write", "notes:read"],
+    scopes=["campaigns:read", "campaigns:write", "notes:read", "email:send"],
     attributes={"domain": "acme.example"},
 )
 BOB = Principal("bob@acme.example", tenant="acme", scopes=["campaigns:read"])
@@ -67,7 +67,7 @@ STEPS = (
         title="A validation error, with a did-you-mean",
         explain="A misspelled argument is caught before the tool runs; the error says "
         "what is allowed and what to do next.",
-        tool="ops.campaign_set_budget",
+        tool="ops.budget_change_preview",
         arguments={"campaign_id": "C-101", "new_daily_budjet": 1500},
         expect="construction",
     ),
@@ -75,7 +75,7 @@ STEPS = (
         title="A refused call (missing scope)",
         explain="bob may read campaigns but not change them: authorization is checked on "
         "every call.",
-        tool="ops.campaign_set_budget",
+        tool="ops.budget_change_preview",
         arguments={"campaign_id": "C-101", "new_daily_budget": 1500},
         principal=BOB,
         expect="permission",
@@ -90,10 +90,14 @@ STEPS = (
     ),
     Step(
         title="Policy asks for a human: pending_approval",
-        explain="A daily budget above 50,000 matches a policy rule: nothing runs until a "
-        "human approves this exact request.",
-        tool="ops.campaign_set_budget",
-        arguments={"campaign_id": "C-101", "new_daily_budget": 80000},
+        explain="An email to an address outside alice's domain matches a policy rule: "
+        "nothing is sent until a human approves this exact request.",
+        tool="ops.send_email",
+        arguments={
+            "to": ["buyer@globex.example"],
+            "subject": "Autumn Sale budget",
+            "body": "The Autumn Sale search budget goes up next week.",
+        },
         expect="pending_approval",
     ),
     Step(
