@@ -20,6 +20,7 @@ ALL_SCOPES = [
     "deploy:rollback",
     "notes:read",
     "email:send",
+    "web:read",
 ]
 NOW = datetime(2025, 11, 3, 14, 20, tzinfo=UTC)
 

@@ -18,6 +18,7 @@ EXPECTED = {
     "ops.notes_read": ("notes:read", RiskTier.READ),
     "ops.notes_search": ("notes:read", RiskTier.READ),
     "ops.send_email": ("email:send", RiskTier.WRITE_HIGH_RISK),
+    "ops.web_fetch": ("web:read", RiskTier.READ),
 }
 CHANGE_TOOLS = {"ops.budget_change_apply", "ops.budget_change_preview", "ops.budget_change_status"}
 """Declared with ``toolbox.change``: the runtime writes parts of their descriptions."""
@@ -61,7 +62,7 @@ def test_trusted_fields_are_not_in_the_model_facing_schema() -> None:
         if spec.name in {"ops.budget_change_apply", "ops.budget_change_status"}:
             # They take only the preview id; the previewed arguments are stored.
             assert list(spec.input_schema["properties"]) == ["preview_id"], spec.name
-        else:
+        elif spec.name != "ops.web_fetch":  # public pages: nobody's data
             assert spec.trusted_fields, spec.name
     assert set(specs["ops.budget_change_preview"].trusted_fields) == {"tenant_id"}
     assert set(specs["ops.deploy_rollback"].trusted_fields) == {"tenant_id", "user_id"}
@@ -157,3 +158,38 @@ def test_every_policy_rule_has_a_name_and_a_reason() -> None:
     for rule in policy.rules:
         assert rule.reason, rule.name
         assert rule.tools, rule.name
+
+
+def test_the_demo_shows_the_lethal_trifecta() -> None:
+    from callgate.runtime.trifecta import static_check
+
+    report = static_check(_specs().values())
+    assert report == {
+        "private_data": ["ops.notes_read", "ops.notes_search"],
+        "untrusted_content": ["ops.web_fetch"],
+        "exfiltration": ["ops.send_email"],
+    }
+
+
+@pytest.mark.anyio
+async def test_reading_notes_and_the_web_then_emailing_needs_approval() -> None:
+    alice = Principal(
+        "alice@acme.example",
+        tenant="acme",
+        scopes={"notes:read", "web:read", "email:send"},
+        attributes={"domain": "acme.example"},
+    )
+    mail = {"to": ["bob@acme.example"], "subject": "notes", "body": "the notes"}
+    async with Gate(toolboxes(), store=MemoryStore(), policy=demo_policy()) as gate:
+        inside = await gate.call("ops.send_email", mail, principal=alice, session_id="s")
+        await gate.call("ops.notes_read", {"note_id": "N-2"}, principal=alice, session_id="s")
+        page = await gate.call(
+            "ops.web_fetch",
+            {"url": "https://competitor.example/pricing"},
+            principal=alice,
+            session_id="s",
+        )
+        after = await gate.call("ops.send_email", mail, principal=alice, session_id="s")
+    assert inside.ok and page.ok
+    assert after.status is Status.PENDING_APPROVAL
+    assert after.decision is not None and after.decision.rule == "lethal-trifecta"

@@ -44,6 +44,7 @@ from callgate.config import GateConfig, default_config, load_config
 from callgate.contract import Principal
 from callgate.runtime.envelope import Envelope
 from callgate.runtime.gate import Gate
+from callgate.runtime.trifecta import static_check
 from callgate.store import AuditRecord
 
 app = typer.Typer(
@@ -188,12 +189,27 @@ def tools(
             "--trusted-only", help="Only tools whose annotations come from a trusted source."
         ),
     ] = False,
+    trifecta: Annotated[
+        bool,
+        typer.Option(
+            "--trifecta",
+            help="Report whether the toolset lets private data, untrusted content and a way "
+            "out meet (the lethal trifecta), and which tools bring each.",
+        ),
+    ] = False,
 ) -> None:
     """List the tools with their risk tier, required scopes and a one-line description."""
     with cli_errors():
         # Listing tools needs no store: an in-memory one keeps the real one untouched.
         gate = _config(ctx, config).build_gate("memory://")
         specs = [s for s in gate.tools() if s.trusted_source or not trusted_only]
+        if trifecta:
+            report = static_check(specs)
+            if as_json:
+                print_json({"trifecta": report is not None, "tools": report or {}})
+            else:
+                render.print_trifecta(console(), report)
+            return
         if as_json:
             print_json(
                 [{**s.describe(), "trusted_fields": sorted(s.trusted_fields)} for s in specs]

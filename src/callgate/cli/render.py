@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC
 
 from rich import box
@@ -243,3 +243,27 @@ def audit_records(out: Console, records: Sequence[AuditRecord]) -> None:
                 grid.add_row(name, str(value))
         out.print(Text(f"{record.call_id} #{record.seq}", style="bold"))
         out.print(grid)
+
+
+def print_trifecta(console: Console, report: Mapping[str, list[str]] | None) -> None:
+    """The static lethal-trifecta check, readable."""
+    if report is None:
+        console.print(
+            "No lethal trifecta: private data, untrusted content and a way out do not all "
+            "meet in this toolset.",
+            style="green",
+        )
+        return
+    console.print(
+        "Lethal trifecta: this toolset can read private data, take in untrusted content "
+        "and send data out. In a session that has done the first two, callgate asks a "
+        "human before any of the third runs.",
+        style="yellow",
+    )
+    labels = {
+        "private_data": "private data",
+        "untrusted_content": "untrusted content",
+        "exfiltration": "can send data out",
+    }
+    for key, label in labels.items():
+        console.print(f"  {label}: {', '.join(report.get(key, []))}")

@@ -8,6 +8,7 @@ from callgate.demo._deploys import DeployTools
 from callgate.demo._email import EmailTools
 from callgate.demo._notes import NoteTools
 from callgate.demo._state import DemoState
+from callgate.demo._web import WebTools
 
 TOOLBOX = "ops"
 
@@ -26,11 +27,12 @@ def build_toolboxes(state: DemoState, *, budget_ttl: float = BUDGET_PREVIEW_TTL)
     deploys = DeployTools(state)
     notes = NoteTools(state)
     email = EmailTools(state)
+    web = WebTools()
     ops = Toolbox(
         TOOLBOX,
         description="Demo operations domain: ad campaigns, production deployments, "
-        "internal notes and outbound email of the tenants acme and globex (seeded "
-        "sample data; email is never delivered).",
+        "internal notes, outbound email and an offline web reader, for the tenants "
+        "acme and globex (seeded sample data; email is never delivered).",
         tools=[
             campaigns.campaigns_find,
             deploys.deploy_status,
@@ -38,6 +40,7 @@ def build_toolboxes(state: DemoState, *, budget_ttl: float = BUDGET_PREVIEW_TTL)
             notes.notes_search,
             notes.notes_read,
             email.send_email,
+            web.web_fetch,
         ],
     )
     add_budget_change(ops, state, ttl=budget_ttl)
