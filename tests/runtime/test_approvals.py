@@ -213,3 +213,12 @@ async def test_approval_status_tool_is_for_the_requester_only() -> None:
     assert mine.payload["state"] == "pending" and mine.payload["tool"] == "bank.pay"
     assert theirs.error is not None and theirs.error.kind is ErrorKind.PERMISSION
     assert other_tenant.error is not None and other_tenant.error.kind is ErrorKind.CONSTRUCTION
+
+
+async def test_self_approval_is_refused_whatever_the_case() -> None:
+    async with Gate([build(Bank())], store=MemoryStore(), policy=BIG) as gate:
+        approval_id = await park(gate)
+        approvals = await gate.approvals()
+        with pytest.raises(ApprovalError) as refused:
+            await approvals.approve(approval_id, by="ALICE")
+    assert refused.value.code == "self_approval"

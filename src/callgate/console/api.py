@@ -41,7 +41,7 @@ from starlette.routing import Route
 
 from callgate.console.auth import Authenticate
 from callgate.contract import Principal
-from callgate.runtime.approvals import ApprovalError, Approvals, approval_json, effective_state
+from callgate.runtime.approvals import ApprovalError, Approvals, approval_json
 from callgate.runtime.gate import Gate
 from callgate.store import ApprovalRecord
 
@@ -144,7 +144,7 @@ class _ApprovalsApi:
         note = body.get("note")
         if note is not None and not isinstance(note, str):
             raise _ApiError(400, "invalid_request", "note must be a string")
-        record = await self._decidable(request, who, approving=True)
+        record = await self._decidable(request, who)
         return await self._decide(record, lambda a: a.approve(record.id, by=who.user, note=note))
 
     async def deny(self, request: Request) -> Response:
@@ -153,7 +153,7 @@ class _ApprovalsApi:
         reason = body.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             raise _ApiError(400, "invalid_request", "reason is required: the requester is told why")
-        record = await self._decidable(request, who, approving=False)
+        record = await self._decidable(request, who)
         return await self._decide(record, lambda a: a.deny(record.id, by=who.user, reason=reason))
 
     # access ---------------------------------------------------------------------
@@ -176,24 +176,11 @@ class _ApprovalsApi:
             raise _ApiError(404, "not_found", f"no approval request {approval_id!r}")
         return record
 
-    async def _decidable(
-        self, request: Request, who: Principal, *, approving: bool
-    ) -> ApprovalRecord:
+    async def _decidable(self, request: Request, who: Principal) -> ApprovalRecord:
         record = await self._visible(request, who)
         if record.tenant != who.tenant:
             raise _ApiError(
                 403, "forbidden", f"{record.id} belongs to another tenant; its approvers decide it"
-            )
-        if approving and record.user == who.user:
-            raise _ApiError(
-                409, "self_approval", f"you filed {record.id}; another person must approve it"
-            )
-        state = effective_state(record)
-        if state == "expired":
-            raise _ApiError(409, "expired", f"{record.id} has expired; the caller must ask again")
-        if state != "pending":
-            raise _ApiError(
-                409, "already_decided", f"{record.id} is {state}; a decision is taken once"
             )
         return record
 
@@ -204,8 +191,9 @@ class _ApprovalsApi:
     ) -> Response:
         try:
             decided = await action(await self._gate.approvals())
-        except ApprovalError as exc:  # decided (or expired) by someone else meanwhile
-            raise _ApiError(409, "already_decided", str(exc)) from None
+        except ApprovalError as exc:
+            status = 404 if exc.code == "unknown" else 400 if exc.code == "invalid" else 409
+            raise _ApiError(status, exc.code, str(exc)) from None
         return _json(approval_json(decided))
 
 

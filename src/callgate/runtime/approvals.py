@@ -29,7 +29,15 @@ from callgate.store import ApprovalRecord, AuditRecord, Store
 
 
 class ApprovalError(Exception):
-    """A decision that cannot be taken (unknown, already decided, expired, not allowed)."""
+    """A decision that cannot be taken.
+
+    ``code`` says why, for programs: ``unknown``, ``self_approval``,
+    ``already_decided``, ``expired`` or ``invalid``.
+    """
+
+    def __init__(self, message: str, *, code: str = "invalid") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def new_approval_id() -> str:
@@ -221,7 +229,7 @@ class Approvals:
             ApprovalError: unknown, or not pending (decided, used or expired).
         """
         if not reason.strip():
-            raise ApprovalError("a denial needs a reason: the requester is told it")
+            raise ApprovalError("a denial needs a reason: the requester is told it", code="invalid")
         return await self._decide(approval_id, "denied", by=by, note=reason)
 
     async def _decide(
@@ -229,14 +237,16 @@ class Approvals:
     ) -> ApprovalRecord:
         record = await self._store.get_approval(approval_id)
         if record is None:
-            raise ApprovalError(f"no approval request {approval_id!r}")
-        if state == "approved" and by == record.user:
+            raise ApprovalError(f"no approval request {approval_id!r}", code="unknown")
+        # User ids compare case-insensitively: "Alice" may not approve alice's request.
+        if state == "approved" and by.casefold() == record.user.casefold():
             raise ApprovalError(
-                f"{by} filed {approval_id} and cannot approve it; another person must"
+                f"{by} filed {approval_id} and cannot approve it; another person must",
+                code="self_approval",
             )
         current = effective_state(record)
         if current != "pending":
-            raise ApprovalError(f"{approval_id} is {current}; a decision is taken once")
+            raise _not_pending(approval_id, current)
         now = datetime.now(UTC)
         decided = await self._store.decide_approval(
             approval_id,
@@ -247,8 +257,7 @@ class Approvals:
         )
         if decided is None:
             latest = await self._store.get_approval(approval_id)
-            shown = effective_state(latest) if latest else "gone"
-            raise ApprovalError(f"{approval_id} is {shown}; a decision is taken once")
+            raise _not_pending(approval_id, effective_state(latest) if latest else "gone")
         await self._audit.append(
             AuditRecord(
                 call_id=approval_id,
@@ -272,6 +281,11 @@ class Approvals:
             )
         )
         return decided
+
+
+def _not_pending(approval_id: str, state: str) -> ApprovalError:
+    code = "expired" if state == "expired" else "already_decided"
+    return ApprovalError(f"{approval_id} is {state}; a decision is taken once", code=code)
 
 
 def approval_json(record: ApprovalRecord) -> dict[str, Any]:

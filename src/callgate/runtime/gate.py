@@ -275,9 +275,11 @@ class Gate:
         await self.open()
         record = await self.store.get_approval(approval_id)
         if record is None:
-            raise ApprovalError(f"no approval request {approval_id!r}")
+            raise ApprovalError(f"no approval request {approval_id!r}", code="unknown")
         if (record.user, record.tenant) != (principal.user, principal.tenant):
-            raise ApprovalError(f"{approval_id} was filed by another user or tenant")
+            raise ApprovalError(
+                f"{approval_id} was filed by another user or tenant", code="unknown"
+            )
         return await self.call(
             record.tool,
             record.model_arguments,
