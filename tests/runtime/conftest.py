@@ -50,3 +50,9 @@ async def make_gate(
         await gate.aclose()
     for schema in schemas:
         await drop_schema(schema)
+
+
+durable_stores = pytest.mark.parametrize(
+    "store_kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
+"""For tests about what outlives a process: they need a database, not memory."""

@@ -11,7 +11,7 @@ from callgate import ApprovalError, ErrorKind, Gate, Limits, Policy, Principal, 
 from callgate.store import MemoryStore
 
 from .change_tools import Bank, build
-from .conftest import GateFactory
+from .conftest import GateFactory, durable_stores
 
 pytestmark = pytest.mark.anyio
 
@@ -150,11 +150,10 @@ async def test_expired_approvals_cannot_be_decided_or_used() -> None:
     assert again.status is Status.PENDING_APPROVAL and again.payload["approval_id"] != approval_id
 
 
+@durable_stores
 async def test_a_restart_between_approval_and_resume_loses_nothing(
     make_gate: GateFactory, store_kind: str
 ) -> None:
-    if store_kind == "memory":
-        pytest.skip("a restart needs a durable store")
     bank = Bank()
     gate = make_gate([build(bank)], policy=BIG)
     async with gate:

@@ -12,7 +12,7 @@ from callgate import ErrorKind, Gate, Principal, Status
 from callgate.store import MemoryStore, SQLStore
 from tests.pg import POSTGRES_URL, drop_schema
 
-from .conftest import ALICE, GateFactory
+from .conftest import ALICE, GateFactory, durable_stores
 from .tools import Counters, build
 
 pytestmark = pytest.mark.anyio
@@ -86,11 +86,10 @@ async def test_keys_are_scoped_by_tenant(make_gate: GateFactory) -> None:
     assert counters.runs["transfer"] == 2
 
 
+@durable_stores
 async def test_key_survives_a_new_gate_on_the_same_store(
     make_gate: GateFactory, store_kind: str
 ) -> None:
-    if store_kind == "memory":
-        pytest.skip("a memory store does not outlive its gate")
     counters = Counters()
     gate = make_gate([build(counters)])
     async with gate:
@@ -126,10 +125,9 @@ async def test_an_unknown_outcome_is_never_rerun_under_the_same_key(
     assert counters.runs["hang_write"] == 1
 
 
+@durable_stores
 async def test_two_replicas_on_one_store_run_the_key_once(store_kind: str, tmp_path: Path) -> None:
     """Two gates with their own in-process state share one database, like replicas."""
-    if store_kind == "memory":
-        pytest.skip("replicas share a database, not a memory store")
     counters = Counters()
     schema = f"test_rep_{uuid.uuid4().hex[:12]}"
 
