@@ -13,7 +13,7 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -28,6 +28,30 @@ EXIT_CLI_ERROR = 2
 
 class CliError(Exception):
     """The CLI cannot do what was asked; the message is shown as is."""
+
+
+# Options shared by the commands -------------------------------------------------
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        metavar="URL",
+        help="Store URL (sqlite:///file.db, postgresql://..., memory://); "
+        "default: $CALLGATE_STORE, the config file's store, the user data directory.",
+        show_default=False,
+    ),
+]
+StoreOnlyConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        metavar="FILE",
+        help="TOML config file; only its store is used.",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a readable form.")]
 
 
 def fail(message: str) -> NoReturn:

@@ -28,6 +28,9 @@ from callgate import __version__
 from callgate.cli import render
 from callgate.cli._common import (
     CliError,
+    JsonOption,
+    StoreOnlyConfigOption,
+    StoreOption,
     cli_errors,
     console,
     opened,
@@ -59,16 +62,6 @@ app.add_typer(approvals_app)
 DEMO_STATE_ENV = "CALLGATE_DEMO_STATE"
 """The file the demo tools keep their data in (read by ``callgate.demo``)."""
 
-StoreOption = Annotated[
-    str | None,
-    typer.Option(
-        "--store",
-        metavar="URL",
-        help="Store URL (sqlite:///file.db, postgresql://..., memory://); "
-        "default: $CALLGATE_STORE, the config file's store, the user data directory.",
-        show_default=False,
-    ),
-]
 ConfigOption = Annotated[
     Path | None,
     typer.Option(
@@ -79,17 +72,7 @@ ConfigOption = Annotated[
         show_default=False,
     ),
 ]
-AuditConfigOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--config",
-        "-c",
-        metavar="FILE",
-        help="TOML config file; only its store is used.",
-        show_default=False,
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a readable form.")]
+AuditConfigOption = StoreOnlyConfigOption
 
 
 @dataclass(kw_only=True, frozen=True)

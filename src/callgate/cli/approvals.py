@@ -24,7 +24,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from callgate.cli._common import CliError, cli_errors, console, opened, print_json
+from callgate.cli._common import (
+    CliError,
+    JsonOption,
+    StoreOnlyConfigOption,
+    StoreOption,
+    cli_errors,
+    console,
+    opened,
+    print_json,
+)
 from callgate.cli.render import WARNING, render_envelope
 from callgate.config import GateConfig, load_config
 from callgate.runtime.approvals import ApprovalError, approval_json, effective_state
@@ -49,27 +58,7 @@ class StateFilter(enum.StrEnum):
     EXPIRED = "expired"
 
 
-StoreOption = Annotated[
-    str | None,
-    typer.Option(
-        "--store",
-        metavar="URL",
-        help="Store URL; default: $CALLGATE_STORE, the config file's store, the user data "
-        "directory.",
-        show_default=False,
-    ),
-]
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--config",
-        "-c",
-        metavar="FILE",
-        help="TOML config file; only its store is used.",
-        show_default=False,
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a readable form.")]
+ConfigOption = StoreOnlyConfigOption
 IdArgument = Annotated[str, typer.Argument(metavar="ID", help="The approval id (apr_...).")]
 DeciderOption = Annotated[
     str,
