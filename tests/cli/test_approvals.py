@@ -201,3 +201,12 @@ def test_store_option_before_or_after_the_subcommand(cli: Cli) -> None:
 
     assert len(in_env) == 1
     assert json.loads(global_option.stdout) == local_option == []
+
+
+def test_hidden_characters_cannot_disguise_an_argument() -> None:
+    from callgate.cli.approvals import visible
+
+    smuggled = "Hi" + "".join(chr(0xE0100 + b) for b in b"pw")
+    assert visible(smuggled) == "Hi\\U000e0170\\U000e0177"
+    assert visible("a\u2028b\u3164c\u202ed") == "a\\u2028b\\u3164c\\u202ed"
+    assert visible("café\nnext") == "café\nnext"

@@ -221,3 +221,47 @@ async def test_self_approval_is_refused_whatever_the_case() -> None:
         with pytest.raises(ApprovalError) as refused:
             await approvals.approve(approval_id, by="ALICE")
     assert refused.value.code == "self_approval"
+
+
+async def test_an_auto_approval_that_cannot_be_evaluated_grants_nothing() -> None:
+    rules = [
+        Rule("require_approval", risk=["write_high_risk"], reason="writes need a human"),
+        Rule("auto_approve", tools=["bank.*"], when="impact.increase_pct <= 10"),
+    ]
+    bank = Bank()
+    async with Gate([build(bank)], store=MemoryStore(), policy=Policy(rules)) as gate:
+        env = await gate.call("bank.pay", {"to": "mallory", "amount": 1_000_000}, principal=ALICE)
+    assert env.status is Status.PENDING_APPROVAL
+    assert bank.sent == []
+
+
+async def test_concurrent_resumes_run_once_and_file_nothing_new(make_gate: GateFactory) -> None:
+    bank = Bank()
+    async with make_gate([build(bank)], policy=BIG) as gate:
+        approval_id = await park(gate)
+        await (await gate.approvals()).approve(approval_id, by="carol")
+        results = []
+
+        async def resume() -> None:
+            results.append(await gate.resume(approval_id, principal=ALICE))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(10):
+                tg.start_soon(resume)
+        pending = await (await gate.approvals()).list(state="pending")
+    assert bank.sent == ["acme:bob:5000"]
+    assert sum(r.ok for r in results) == 1
+    # The others were told it was just used, or share one new request: never a flood.
+    assert len(pending) <= 1
+
+
+async def test_an_approved_but_expired_approval_is_not_used() -> None:
+    limits = Limits(approval_ttl=timedelta(milliseconds=80))
+    bank = Bank()
+    async with Gate([build(bank)], store=MemoryStore(), policy=BIG, limits=limits) as gate:
+        approval_id = await park(gate)
+        await (await gate.approvals()).approve(approval_id, by="carol")
+        await anyio.sleep(0.12)
+        env = await gate.call("bank.pay", PAY, principal=ALICE)
+    assert env.status is Status.PENDING_APPROVAL and env.payload["approval_id"] != approval_id
+    assert bank.sent == []

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import uuid
+from pathlib import Path
+
 import anyio
 import pytest
 
-from callgate import ErrorKind, Gate, Policy, Principal, Rule, Status
+from callgate import (
+    ErrorKind,
+    Gate,
+    Limits,
+    Policy,
+    Principal,
+    Rule,
+    Status,
+    Toolbox,
+    TransientError,
+    Trusted,
+)
+from callgate.store import MemoryStore, SQLStore
+from tests.pg import POSTGRES_URL, drop_schema
 
 from .change_tools import Bank, build
-from .conftest import GateFactory
+from .conftest import GateFactory, durable_stores
 
 pytestmark = pytest.mark.anyio
 
@@ -143,7 +159,6 @@ async def test_policy_sees_the_impact_and_files_the_approval_at_preview(
             )
         ]
     )
-    bob = Principal(user="bob", tenant="acme", scopes={"bank:write"})
     async with make_gate([build(bank)], policy=policy) as gate:
         small = await preview(gate, 120)
         big = await gate.call(PREVIEW, {"account": "A-1", "new_limit": 180}, principal=ALICE)
@@ -178,7 +193,6 @@ async def test_policy_sees_the_impact_and_files_the_approval_at_preview(
     assert used is not None and used.state == "used" and used.result is not None
     assert used.result["payload"] == {"before": 100, "after": 180}
     assert status.payload["approval"]["state"] == "used"
-    assert bob.user == "bob"
 
 
 async def test_apply_refuses_when_the_world_changed_since_the_preview(
@@ -192,3 +206,86 @@ async def test_apply_refuses_when_the_world_changed_since_the_preview(
     assert env.error is not None and env.error.kind is ErrorKind.BUSINESS_STATE
     assert PREVIEW in (env.error.next_step or "")
     assert bank.applied == []
+
+
+@durable_stores
+async def test_preview_approve_restart_apply_with_a_new_process(
+    store_kind: str, tmp_path: Path
+) -> None:
+    """Every step in a fresh Gate on the same database, as separate processes would."""
+    bank = Bank()
+    policy = Policy([Rule("require_approval", tools=[APPLY], when="impact.increase_pct > 50")])
+    schema = f"test_pa_{uuid.uuid4().hex[:12]}"
+
+    def gate() -> Gate:
+        url = POSTGRES_URL if store_kind == "postgres" else f"sqlite:///{tmp_path / 'pa.db'}"
+        store = SQLStore(url, schema=schema if store_kind == "postgres" else None)
+        return Gate([build(bank)], store=store, policy=policy)
+
+    try:
+        async with gate() as first:
+            env = await first.call(PREVIEW, {"account": "A-1", "new_limit": 190}, principal=ALICE)
+        pid, approval_id = env.payload["preview_id"], env.payload["approval"]["approval_id"]
+        async with gate() as second:
+            await (await second.approvals()).approve(approval_id, by="bob")
+        async with gate() as third, gate() as replica:
+            results = []
+
+            async def apply(g: Gate) -> None:
+                results.append(await g.call(APPLY, {"preview_id": pid}, principal=ALICE))
+
+            async with anyio.create_task_group() as tg:
+                for i in range(10):
+                    tg.start_soon(apply, third if i % 2 else replica)
+    finally:
+        if store_kind == "postgres":
+            await drop_schema(schema)
+    assert bank.applied == [("acme:A-1", 190)]
+    assert {r.status for r in results} == {Status.OK}
+    assert len({r.call_id for r in results}) == 1
+
+
+async def test_a_transient_failure_after_approval_gives_the_approval_back() -> None:
+    tries: list[int] = []
+    box = Toolbox("t")
+    change = box.change("move", ttl=60)
+
+    @change.preview
+    def preview_move(n: int, tenant_id: Trusted[str]) -> dict[str, int]:
+        """Preview."""
+        return {"n": n}
+
+    @change.apply
+    def apply_move(n: int, tenant_id: Trusted[str]) -> dict[str, int]:
+        """Apply."""
+        tries.append(n)
+        if len(tries) == 1:
+            raise TransientError("upstream busy")
+        return {"n": n}
+
+    policy = Policy([Rule("require_approval", tools=["t.move_apply"])])
+    async with Gate([box], store=MemoryStore(), policy=policy) as gate:
+        env = await gate.call("t.move_preview", {"n": 3}, principal=ALICE)
+        pid, approval_id = env.payload["preview_id"], env.payload["approval"]["approval_id"]
+        await (await gate.approvals()).approve(approval_id, by="bob")
+        first = await gate.call("t.move_apply", {"preview_id": pid}, principal=ALICE)
+        second = await gate.call("t.move_apply", {"preview_id": pid}, principal=ALICE)
+        record = await (await gate.approvals()).get(approval_id)
+    assert first.error is not None and first.error.kind is ErrorKind.TRANSIENT
+    assert second.ok and not second.replayed  # the approval was given back, used once
+    assert tries == [3, 3]
+    assert record is not None and record.state == "used" and record.used_by_call == second.call_id
+
+
+async def test_previewing_again_is_never_a_duplicate() -> None:
+    bank = Bank()
+    async with Gate(
+        [build(bank)], store=MemoryStore(), limits=Limits(duplicate_call_limit=1)
+    ) as gate:
+        answers = [
+            await gate.call(
+                PREVIEW, {"account": "A-1", "new_limit": 150}, principal=ALICE, session_id="s"
+            )
+            for _ in range(3)
+        ]
+    assert all(a.ok for a in answers)

@@ -214,16 +214,32 @@ STATE_STYLES = {
 }
 
 
-def visible(text: str) -> str:
-    """``text`` with control and format characters (ANSI escapes, bidi overrides) escaped.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Mn", "Me", "Zl", "Zp"})
+_BLANK_LETTERS = frozenset({"\u115f", "\u1160", "\u3164", "\uffa0"})
+"""Letters that render as nothing (Hangul fillers)."""
 
-    Arguments come from a model; a terminal must not be made to hide or reorder
-    any part of what a person approves.
+
+def visible(text: str) -> str:
+    """``text`` with everything that could hide or disguise content escaped.
+
+    Arguments come from a model; a terminal must not be made to hide, reorder or
+    smuggle any part of what a person approves: control and format characters
+    (ANSI escapes, bidi overrides), combining marks and variation selectors
+    (which can carry hidden bytes), line/paragraph separators, unassigned and
+    private-use code points, and blank letters are shown as ``\\uXXXX``.
+    Newlines and ordinary non-ASCII text stay as they are.
     """
-    return "".join(
-        f"\\u{ord(ch):04x}" if unicodedata.category(ch) in ("Cc", "Cf") and ch != "\n" else ch
-        for ch in text
-    )
+    out = []
+    for ch in text:
+        hidden = ch != "\n" and (
+            unicodedata.category(ch) in _HIDDEN_CATEGORIES
+            or ch in _BLANK_LETTERS
+            or (ch != " " and ch.isspace())
+        )
+        out.append(
+            (f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}") if hidden else ch
+        )
+    return "".join(out)
 
 
 def _plain(text: str, style: str = "") -> Text:

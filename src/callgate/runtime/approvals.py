@@ -17,6 +17,7 @@ An approval never covers other arguments, never runs twice and expires.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from datetime import UTC, datetime
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 from callgate.errors import ErrorKind
 from callgate.runtime.call import Call
 from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status
-from callgate.runtime.policy import Verdict
+from callgate.runtime.policy import Effect, Verdict
 from callgate.store import ApprovalRecord, AuditRecord, Store
 
 
@@ -132,6 +133,17 @@ async def require(call: Call, verdict: Verdict) -> Envelope | None:
     be used: it is consumed in the execute stage by the call that owns the run.
     """
     assert call.spec is not None and call.args_hash is not None
+    key = (call.spec.name, call.args_hash, call.principal.user, call.principal.tenant)
+    locks = call.services.approval_locks
+    lock = locks.get(key)
+    if lock is None:
+        lock = locks[key] = asyncio.Lock()  # dropped once no call holds or awaits it
+    async with lock:
+        return await _require(call, verdict)
+
+
+async def _require(call: Call, verdict: Verdict) -> Envelope | None:
+    assert call.spec is not None and call.args_hash is not None
     store = call.services.store
     existing = await store.find_approval(
         tool=call.spec.name,
@@ -164,7 +176,7 @@ async def require(call: Call, verdict: Verdict) -> Envelope | None:
 
 
 async def consume(call: Call) -> Envelope | None:
-    """Use the approval for this run (exactly once), or park the call again."""
+    """Use the approval for this run (exactly once), or say why it cannot be used."""
     approval_id = call.approval_to_consume
     if approval_id is None:
         return None
@@ -172,17 +184,42 @@ async def consume(call: Call) -> Envelope | None:
     if await store.consume_approval(approval_id, call_id=call.call_id, at=datetime.now(UTC)):
         call.approval_id = approval_id
         return None
-    # Used meanwhile by another run of the same request, or expired.
+    record = await store.get_approval(approval_id)
+    if record is not None and record.state == "used":
+        # Another run of this same request used it just now: one approval, one run.
+        return call.fail(
+            ErrorKind.BUSINESS_STATE,
+            f"Approval {approval_id} was just used by another run of this same request "
+            f"({record.used_by_call}); it covers one run only.",
+            next_step=f"Check its result with callgate.approval_status ({approval_id}) "
+            "instead of calling again.",
+        )
     assert call.decision is not None
-    verdict = Verdict(effect=call.decision.effect, reason=None, rule=call.decision.rule)  # type: ignore[arg-type]
-    return await park(call, verdict, reason=f"approval {approval_id} was already used or expired")
+    verdict = Verdict(effect=Effect.REQUIRE_APPROVAL, reason=None, rule=call.decision.rule)
+    return await park(call, verdict, reason=f"approval {approval_id} expired before it was used")
+
+
+def had_no_effect(call: Call, envelope: Envelope) -> bool:
+    """Whether the call ended without touching anything (so its approval is not spent)."""
+    if envelope.error is None:
+        return False
+    if envelope.error.kind is ErrorKind.TRANSIENT:
+        return True  # a transient failure or a cancellation before any effect
+    # Refused before the tool ran (the preview no longer matches, for one).
+    return call.attempts == 0 and envelope.error.kind is not ErrorKind.UNKNOWN_OUTCOME
 
 
 async def keep_result(call: Call, envelope: Envelope) -> None:
-    if call.approval_id is not None:
-        await call.services.store.set_approval_result(
-            call.approval_id, envelope.model_dump(mode="json")
-        )
+    """Keep the approved run's Envelope on its approval, or give the approval back
+    if the run had no effect (it may then run again, still once)."""
+    if call.approval_id is None:
+        return
+    store = call.services.store
+    if had_no_effect(call, envelope):
+        await store.release_approval(call.approval_id, call_id=call.call_id)
+        call.detail["approval"] = f"{call.approval_id} given back: the run had no effect"
+        return
+    await store.set_approval_result(call.approval_id, envelope.model_dump(mode="json"))
 
 
 class Approvals:

@@ -24,7 +24,7 @@ import anyio
 
 from callgate.contract import ToolContext, ToolSpec
 from callgate.errors import ErrorKind, ToolError
-from callgate.runtime import approvals
+from callgate.runtime import approvals, trifecta
 from callgate.runtime.call import Call, hash_json
 from callgate.runtime.envelope import Envelope
 from callgate.runtime.policy import Effect, activation
@@ -113,8 +113,10 @@ async def _run_helper(call: Call, helper: ToolSpec) -> Any:
     )
     if helper.handler.is_async:
         return await helper.handler.invoke(kwargs, injected, ctx)
+    # Abandoned on timeout like any sync tool: the caller's deadline must hold.
     return await anyio.to_thread.run_sync(
         functools.partial(helper.handler.invoke, kwargs, injected, ctx),
+        abandon_on_cancel=True,
         limiter=call.services.thread_limiter,
     )
 
@@ -163,6 +165,7 @@ async def after_preview(call: Call, impact: Any) -> dict[str, Any]:
         apply_spec,
         lambda: activation(apply_spec, bound, call.principal, call.session_id, impact=impact),
     )
+    verdict = await trifecta.guard_for(services.store, apply_spec, call.session_id, verdict)
     needs_human = verdict.effect is Effect.REQUIRE_APPROVAL or (
         verdict.effect is Effect.AUTO_APPROVE and not apply_spec.trusted_source
     )

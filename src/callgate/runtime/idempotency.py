@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from callgate.errors import ErrorKind
 from callgate.runtime.call import Call
-from callgate.runtime.envelope import Envelope
+from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.services import InFlight
 from callgate.store import IdempotencyRecord
 
@@ -76,7 +76,7 @@ async def begin(call: Call) -> Envelope | None:
                 call_id=call.call_id,
                 state="pending",
                 created_at=now,
-                expires_at=now + services.limits.idempotency_ttl,
+                expires_at=_claim_expiry(call, now),
             )
         )
         if existing is None:
@@ -88,6 +88,15 @@ async def begin(call: Call) -> Envelope | None:
         raise
     _leave(call, outcome)
     return outcome
+
+
+def _claim_expiry(call: Call, now: datetime) -> datetime:
+    """How long the key's answer is kept. For an apply, past its preview's own expiry:
+    a preview id must never find its claim gone while it can still be sent."""
+    expiry = now + call.services.limits.idempotency_ttl
+    if call.preview is not None:
+        expiry = max(expiry, call.preview.expires_at + call.services.limits.idempotency_ttl)
+    return expiry
 
 
 def _leave(call: Call, outcome: Envelope | None) -> None:
@@ -154,7 +163,11 @@ async def finish(call: Call, envelope: Envelope) -> None:
     scope = call.idempotency_scope
     if scope is None:
         return
-    released = envelope.error is not None and envelope.error.kind is ErrorKind.TRANSIENT
+    # Nothing happened (transient), or nothing may happen yet (parked for a human):
+    # the key stays free, so the same request can run once it may.
+    released = (
+        envelope.error is not None and envelope.error.kind is ErrorKind.TRANSIENT
+    ) or envelope.status is Status.PENDING_APPROVAL
     cancelled = call.detail.get("cancelled") is True
     try:
         if call.idempotency_owner:

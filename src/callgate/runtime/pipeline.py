@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from callgate.errors import ErrorKind
-from callgate.runtime import approvals, idempotency
+from callgate.runtime import approvals, idempotency, trifecta
 from callgate.runtime.call import Call
 from callgate.runtime.envelope import Envelope
 from callgate.runtime.recording import audit_record
@@ -115,6 +115,7 @@ async def _record(call: Call, envelope: Envelope) -> None:
     try:
         await call.services.committer.append(audit_record(call, phase="final", envelope=envelope))
         await approvals.keep_result(call, envelope)
+        await trifecta.note_envelope(call, envelope)
     finally:
         if call.idempotency_scope is not None:
             with anyio.CancelScope(shield=True):

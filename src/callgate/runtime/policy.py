@@ -21,7 +21,7 @@ A rule whose condition reads an argument the tool does not declare
 one rule can speak about every tool that has an amount. Otherwise policy fails
 closed: a condition that cannot be evaluated (a missing attribute such as
 ``principal.attributes.domain``, a type error) counts as matched for a deny or
-require_approval rule and as not matched for an allow rule; ``has(...)`` tests
+require_approval rule and as not matched for an allow or auto_approve rule; ``has(...)`` tests
 for optional keys explicitly.
 """
 
@@ -212,7 +212,8 @@ class Policy:
             try:
                 matched = rule.evaluate(built or {})
             except PolicyEvaluationError as exc:
-                matched = rule.effect is not Effect.ALLOW
+                # Fail closed: an unreadable condition may restrict, never grant.
+                matched = rule.effect in (Effect.DENY, Effect.REQUIRE_APPROVAL)
                 # The model sees the rule's reason; operators see what went wrong.
                 reason = reason or "a policy condition could not be checked"
                 problem = f"condition of {label} could not be evaluated: {exc}"

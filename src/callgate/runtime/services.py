@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,11 @@ class Services:
     """Gate-wide trusted values (deployment, region, ...) for trusted fields."""
     thread_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(40))
     inflight: dict[str, InFlight] = field(default_factory=dict)
+    approval_locks: weakref.WeakValueDictionary[tuple[str, str, str, str | None], asyncio.Lock] = (
+        field(default_factory=weakref.WeakValueDictionary)
+    )
+    """Serializes filing approvals for one exact request, so concurrent identical
+    calls share one pending approval instead of flooding the inbox."""
     running_sync: dict[str, int] = field(default_factory=dict)
     """Abandoned worker threads still running, per sync tool (a thread cannot be
     killed). Changed under ``running_sync_lock``."""

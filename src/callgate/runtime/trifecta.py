@@ -15,7 +15,9 @@ from datetime import UTC, datetime
 
 from callgate.contract import ToolSpec
 from callgate.runtime.call import Call
+from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.policy import Effect, Verdict
+from callgate.store import Store
 
 PRIVATE = "private_data"
 UNTRUSTED = "untrusted_content"
@@ -39,30 +41,24 @@ def can_exfiltrate(spec: ToolSpec) -> bool:
     return bool(eff.open_world and not eff.read_only)
 
 
-async def note_result(call: Call) -> None:
-    """After a successful call: remember what its result brought into the session."""
-    assert call.spec is not None
-    if not call.session_id:
-        return
-    for taint in taints_of(call.spec):
-        await call.services.store.add_session_taint(
-            call.session_id,
-            taint,  # type: ignore[arg-type]
-            call.spec.name,
-            datetime.now(UTC),
-        )
-
-
 async def guard(call: Call, verdict: Verdict) -> Verdict:
     """Upgrade an allow to require_approval when the trifecta would be complete."""
-    spec = call.spec
-    assert spec is not None
-    if verdict.effect is Effect.DENY or not call.session_id or not can_exfiltrate(spec):
+    assert call.spec is not None
+    upgraded = await guard_for(call.services.store, call.spec, call.session_id, verdict)
+    if upgraded is not verdict:
+        call.detail["trifecta"] = upgraded.reason
+    return upgraded
+
+
+async def guard_for(
+    store: Store, spec: ToolSpec, session_id: str | None, verdict: Verdict
+) -> Verdict:
+    """The trifecta check for a call of ``spec`` in ``session_id`` (see module docs)."""
+    if verdict.effect is Effect.DENY or not session_id or not can_exfiltrate(spec):
         return verdict
-    seen = await call.services.store.session_taints(call.session_id)
+    seen = await store.session_taints(session_id)
     if PRIVATE not in seen or UNTRUSTED not in seen:
         return verdict
-    call.detail["trifecta"] = dict(seen)
     return Verdict(
         effect=Effect.REQUIRE_APPROVAL,
         reason=(
@@ -72,6 +68,30 @@ async def guard(call: Call, verdict: Verdict) -> Verdict:
         ),
         rule="lethal-trifecta",
     )
+
+
+async def note_envelope(call: Call, envelope: Envelope) -> None:
+    """After a call: remember what its answer brought into the session.
+
+    A result (also a replayed one) brings what its tool brings; an error of an
+    untrusted source brings its text, which is untrusted too.
+    """
+    spec = call.spec
+    if spec is None or not call.session_id:
+        return
+    if envelope.status is Status.OK:
+        taints = taints_of(spec)
+    elif envelope.error is not None and not spec.trusted_source:
+        taints = [UNTRUSTED]
+    else:
+        return
+    for taint in taints:
+        await call.services.store.add_session_taint(
+            call.session_id,
+            taint,  # type: ignore[arg-type]
+            spec.name,
+            datetime.now(UTC),
+        )
 
 
 def static_check(specs: Iterable[ToolSpec]) -> dict[str, list[str]] | None:

@@ -243,6 +243,10 @@ class Store(Protocol):
         """Move an ``approved``, unexpired approval to ``used`` atomically; True
         for exactly one caller."""
 
+    async def release_approval(self, approval_id: str, *, call_id: str) -> bool:
+        """Give back an approval that ``call_id`` consumed but used without any effect
+        (``used`` -> ``approved``, only if that call used it); True if it was."""
+
     async def set_approval_result(self, approval_id: str, envelope: dict[str, Any]) -> None:
         """Keep the Envelope of the call that ran once approved."""
 

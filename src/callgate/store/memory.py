@@ -240,6 +240,14 @@ class MemoryStore:
         self._approvals[approval_id] = replace(record, state="used", used_by_call=call_id)
         return True
 
+    async def release_approval(self, approval_id: str, *, call_id: str) -> bool:
+        await checkpoint()
+        record = self._approvals.get(approval_id)
+        if record is None or record.state != "used" or record.used_by_call != call_id:
+            return False
+        self._approvals[approval_id] = replace(record, state="approved", used_by_call=None)
+        return True
+
     async def set_approval_result(self, approval_id: str, envelope: dict[str, Any]) -> None:
         await checkpoint()
         record = self._approvals.get(approval_id)

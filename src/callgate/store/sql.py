@@ -623,6 +623,20 @@ class SQLStore:
         async with self._begin(write=True) as conn:
             return (await conn.execute(stmt)).rowcount == 1
 
+    async def release_approval(self, approval_id: str, *, call_id: str) -> bool:
+        """Give back an approval ``call_id`` used without effect (``used`` -> ``approved``)."""
+        stmt = (
+            update(approvals)
+            .where(
+                approvals.c.id == approval_id,
+                approvals.c.state == "used",
+                approvals.c.used_by_call == call_id,
+            )
+            .values(state="approved", used_by_call=None)
+        )
+        async with self._begin(write=True) as conn:
+            return (await conn.execute(stmt)).rowcount == 1
+
     async def set_approval_result(self, approval_id: str, envelope: dict[str, Any]) -> None:
         """Keep the Envelope of the call that ran once approved.
 

@@ -14,7 +14,7 @@ import anyio
 
 from callgate.contract import ToolContext
 from callgate.errors import ErrorKind, ToolError, TransientError
-from callgate.runtime import approvals, changes, idempotency, trifecta
+from callgate.runtime import approvals, changes, idempotency
 from callgate.runtime.call import Call
 from callgate.runtime.envelope import Envelope
 from callgate.runtime.recording import audit_record
@@ -49,12 +49,23 @@ async def execute(call: Call) -> Envelope | None:
         return parked
 
     if spec.change is not None and spec.change.role == "apply":
-        changed = await changes.check_unchanged(call)
+        try:
+            async with asyncio.timeout(effective_timeout(call)):
+                changed = await changes.check_unchanged(call)
+        except TimeoutError:
+            changed = call.fail(
+                ErrorKind.TRANSIENT,
+                f"Could not confirm within {effective_timeout(call):g} seconds that the "
+                "situation is still as previewed; nothing was changed.",
+                retryable=True,
+            )
         if changed is not None:
             return changed
 
     limit = services.limits.duplicate_call_limit
-    if call.session_id and limit and call.args_hash:
+    # Previewing again is how a model recovers (expired, denied, changed): not a loop.
+    repeatable = spec.change is not None and spec.change.role == "preview"
+    if call.session_id and limit and call.args_hash and not repeatable:
         seen = await services.store.count_session_calls(call.session_id, spec.name, call.args_hash)
         if seen >= limit:
             return call.fail(
@@ -83,7 +94,6 @@ async def execute(call: Call) -> Envelope | None:
         outcome = await _attempt(call, attempt_timeout, reported=timeout)
         if not isinstance(outcome, _Failure):
             call.payload = outcome
-            await trifecta.note_result(call)
             if spec.change is not None and spec.change.role == "preview":
                 call.payload = await changes.after_preview(call, outcome)
             return None
