@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from callgate.store.sql import create_engine
+from callgate.store.engine import create_engine
 
 POSTGRES_URL = os.environ.get(
     "CALLGATE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"

@@ -13,7 +13,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, inspect
 
-from callgate.store.sql import _MIGRATIONS_HEAD, create_engine
+from callgate.store.engine import MIGRATIONS_HEAD, create_engine
 from callgate.store.tables import metadata
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def test_the_migrations_ship_inside_the_package() -> None:
     assert (migrations / "script.py.mako").is_file()
     heads = ScriptDirectory.from_config(alembic_config()).get_heads()
     # SQLStore.open() skips Alembic when the database is already at this head.
-    assert heads == [_MIGRATIONS_HEAD]
+    assert heads == [MIGRATIONS_HEAD]
 
 
 def _diff(connection: Connection) -> list[Any]:

@@ -17,7 +17,7 @@ from callgate.store import (
     normalize_url,
     open_store,
 )
-from callgate.store.sql import create_engine
+from callgate.store.engine import create_engine
 
 if TYPE_CHECKING:
     from tests.store.conftest import Database

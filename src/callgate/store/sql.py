@@ -1,18 +1,12 @@
 """The durable store: SQLAlchemy 2 async Core over SQLite or PostgreSQL.
 
-SQLite (the default) is shared by several processes (CLI commands, a gateway):
-every connection runs in WAL mode with a busy timeout, and every write
-transaction starts with ``BEGIN IMMEDIATE`` so two writers queue for the lock
-instead of failing with "database is locked" when a read turns into a write.
-PostgreSQL serves several gateway replicas.
+SQLite is the embedded default; PostgreSQL serves several gateway replicas.
+Engines, URLs, connection settings and migrations are in ``engine``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import re
-import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import fields
 from datetime import UTC, datetime
@@ -20,27 +14,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-import aiosqlite
 import anyio
 from sqlalchemy import (
-    Connection,
     Row,
     Table,
     Update,
     case,
     delete,
-    event,
     func,
     insert,
-    inspect,
     select,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from callgate.store.base import (
     ApprovalRecord,
@@ -50,6 +38,18 @@ from callgate.store.base import (
     PreviewRecord,
     StoredResult,
     Taint,
+)
+from callgate.store.engine import (
+    BEGIN_OPTION,
+    BUSY_TIMEOUT_MS,
+    SQLiteSynchronous,
+    check_options,
+    create_engine,
+    enable_wal,
+    is_sqlite_memory,
+    lock_key,
+    normalize_url,
+    upgrade,
 )
 from callgate.store.sqlite_writer import SQLiteAuditWriter
 from callgate.store.tables import (
@@ -64,176 +64,11 @@ from callgate.store.tables import (
 
 __all__ = ["SQLStore", "SQLiteSynchronous", "create_engine", "normalize_url"]
 
-SQLiteSynchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
-
-_DRIVERS = {
-    "sqlite": "sqlite+aiosqlite",
-    "postgresql": "postgresql+asyncpg",
-    "postgres": "postgresql+asyncpg",
-}
-_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-_BEGIN_OPTION = "callgate_sqlite_begin"
-_BUSY_TIMEOUT_MS = 5000
-_MIGRATIONS_HEAD = "0002"
-"""The newest revision in ``migrations/versions`` (a test keeps the two equal)."""
 _AUDIT_FIELDS = tuple(f.name for f in fields(AuditRecord) if f.name != "seq")
-
-
-def normalize_url(url: str) -> str:
-    """Qualify a database URL with callgate's async driver.
-
-    ``sqlite:///path.db`` becomes ``sqlite+aiosqlite:///path.db`` (``sqlite://``
-    and ``sqlite:///:memory:`` are in-memory databases), ``postgresql://`` and
-    ``postgres://`` become ``postgresql+asyncpg://``. URLs that already name a
-    driver are returned unchanged.
-
-    Raises:
-        ValueError: ``url`` is not a database URL.
-    """
-    try:
-        make_url(url)
-    except ArgumentError:
-        raise ValueError(
-            f"not a database URL: {url!r}; use e.g. sqlite:///path/to/callgate.db "
-            "or postgresql://user@host/db"
-        ) from None
-    # Swap the scheme as text: re-rendering a parsed URL would percent-escape
-    # the rest (":memory:" -> "%3Amemory%3A").
-    scheme, _, rest = url.partition("://")
-    driver = _DRIVERS.get(scheme.lower())
-    return url if driver is None else f"{driver}://{rest}"
-
-
-def _is_sqlite_memory(url: URL) -> bool:
-    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
-
-
-def _check_options(url: URL, sqlite_synchronous: str, schema: str | None) -> None:
-    if schema is not None and (
-        url.get_backend_name() != "postgresql" or not _SCHEMA_NAME.fullmatch(schema)
-    ):
-        raise ValueError(f"schema {schema!r}: PostgreSQL only; lowercase letters, digits and _")
-    if sqlite_synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
-        raise ValueError(
-            f"sqlite_synchronous must be OFF, NORMAL, FULL or EXTRA, not {sqlite_synchronous!r}"
-        )
-
-
-def create_engine(
-    url: str,
-    *,
-    echo: bool = False,
-    sqlite_synchronous: SQLiteSynchronous = "NORMAL",
-    schema: str | None = None,
-) -> AsyncEngine:
-    """An async engine with the connection settings every store connection needs.
-
-    Args:
-        url: Any URL :func:`normalize_url` accepts.
-        echo: Log every statement.
-        sqlite_synchronous: ``PRAGMA synchronous`` for a file SQLite database.
-            ``NORMAL`` (in WAL mode) may lose the last commits on power loss, never
-            on a process crash; ``FULL`` loses nothing.
-        schema: PostgreSQL only: the schema to work in (its ``search_path``).
-
-    Raises:
-        ValueError: A bad ``sqlite_synchronous`` or ``schema``.
-    """
-    parsed = make_url(normalize_url(url))
-    _check_options(parsed, sqlite_synchronous, schema)
-    if parsed.get_backend_name() != "sqlite":
-        connect_args = {"server_settings": {"search_path": schema}} if schema else {}
-        return create_async_engine(parsed, echo=echo, connect_args=connect_args)
-    if _is_sqlite_memory(parsed):
-        # One connection, or every session would see its own empty database.
-        engine = create_async_engine(parsed, echo=echo, poolclass=StaticPool)
-        pragmas = ["foreign_keys=ON"]
-    else:
-        # Every transaction ends in an explicit commit or rollback (conn.begin()),
-        # so the pool's reset-on-return ROLLBACK is a wasted round trip per use.
-        engine = create_async_engine(parsed, echo=echo, pool_reset_on_return=None)
-        pragmas = [
-            f"busy_timeout={_BUSY_TIMEOUT_MS}",
-            # A no-op once _enable_wal() has switched the file (the mode persists).
-            "journal_mode=WAL",
-            f"synchronous={sqlite_synchronous}",
-            "foreign_keys=ON",
-        ]
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # Take BEGIN away from the sqlite3 module, which would skip it for
-        # SELECT and DDL; the "begin" hook below emits it for every transaction.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        try:
-            for pragma in pragmas:
-                cursor.execute(f"PRAGMA {pragma}")
-        finally:
-            cursor.close()
-
-    @event.listens_for(engine.sync_engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql(conn.get_execution_options().get(_BEGIN_OPTION, "BEGIN"))
-
-    return engine
-
-
-async def _enable_wal(path: str) -> None:
-    """Switch a SQLite file to WAL, waiting for other processes if need be.
-
-    The switch needs the file to itself, and when another process holds it
-    SQLite fails at once with SQLITE_BUSY instead of calling the busy handler;
-    so two processes creating the same database race here. Retry until the
-    switch is made (by anyone) or the busy timeout has passed.
-    """
-    deadline = anyio.current_time() + _BUSY_TIMEOUT_MS / 1000
-    async with aiosqlite.connect(path) as db:
-        while True:
-            try:
-                async with db.execute("PRAGMA journal_mode=WAL") as cursor:
-                    row = await cursor.fetchone()
-                if row is not None and str(row[0]).lower() == "wal":
-                    return
-            except sqlite3.OperationalError as exc:
-                if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
-                    raise
-            if anyio.current_time() > deadline:
-                raise TimeoutError(f"could not switch {path} to WAL: the file stays locked")
-            await anyio.sleep(0.005)
-
-
-def _lock_key(name: str) -> int:
-    """A signed 64-bit PostgreSQL advisory lock key for ``name``."""
-    return int.from_bytes(
-        hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True
-    )
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _at_head(connection: Connection) -> bool:
-    if not inspect(connection).has_table("alembic_version"):
-        return False
-    versions = connection.exec_driver_sql("SELECT version_num FROM alembic_version")
-    return versions.scalars().all() == [_MIGRATIONS_HEAD]
-
-
-def _upgrade(connection: Connection) -> None:
-    # Checked first, and alembic imported only when there is work: it costs
-    # about 100 ms, paid by every short-lived CLI command that opens the store.
-    if _at_head(connection):
-        return
-    from alembic import command
-    from alembic.config import Config
-
-    config = Config()
-    config.set_main_option("script_location", "callgate.store:migrations")
-    config.set_main_option("path_separator", "os")
-    config.attributes["connection"] = connection
-    command.upgrade(config, "head")
 
 
 class SQLStore:
@@ -271,7 +106,7 @@ class SQLStore:
             "sqlite_synchronous": sqlite_synchronous,
             "schema": schema,
         }
-        _check_options(self._sa_url, sqlite_synchronous, schema)
+        check_options(self._sa_url, sqlite_synchronous, schema)
         self._schema = schema
         self._dialect = self._sa_url.get_backend_name()
         self._engine: AsyncEngine | None = None
@@ -279,7 +114,7 @@ class SQLStore:
         # SQLite has one writer at a time anyway; queueing in process is FIFO and
         # immediate where its busy handler would poll with sleeps of up to 100 ms.
         self._write_lock = anyio.Lock()
-        self._memory = _is_sqlite_memory(self._sa_url)
+        self._memory = is_sqlite_memory(self._sa_url)
         self._audit_writer: SQLiteAuditWriter | None = None
 
     async def __aenter__(self) -> SQLStore:
@@ -307,7 +142,7 @@ class SQLStore:
             database = self._sa_url.database
             if self._dialect == "sqlite" and not self._memory and database:
                 Path(database).parent.mkdir(parents=True, exist_ok=True)
-                await _enable_wal(database)
+                await enable_wal(database)
             engine = create_engine(self.url, **self._options)
             try:
                 async with self._transaction(engine, write=True) as conn:
@@ -317,7 +152,7 @@ class SQLStore:
                             await conn.exec_driver_sql(
                                 f"CREATE SCHEMA IF NOT EXISTS {self._schema}"
                             )
-                    await conn.run_sync(_upgrade)
+                    await conn.run_sync(upgrade)
             except BaseException:
                 await engine.dispose()
                 raise
@@ -326,7 +161,7 @@ class SQLStore:
                 self._audit_writer = SQLiteAuditWriter(
                     database,
                     pragmas=[
-                        f"busy_timeout={_BUSY_TIMEOUT_MS}",
+                        f"busy_timeout={BUSY_TIMEOUT_MS}",
                         f"synchronous={self._options['sqlite_synchronous']}",
                     ],
                 )
@@ -349,7 +184,7 @@ class SQLStore:
         lock = self._write_lock if serial else contextlib.nullcontext()
         async with lock, engine.connect() as conn:
             if write and self._dialect == "sqlite":
-                await conn.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
+                await conn.execution_options(**{BEGIN_OPTION: "BEGIN IMMEDIATE"})
             async with conn.begin():
                 yield conn
 
@@ -359,7 +194,7 @@ class SQLStore:
         return self._transaction(self._engine, write=write)
 
     async def _pg_lock(self, conn: AsyncConnection, name: str) -> None:
-        key = _lock_key(f"callgate.{name}/{self._schema or ''}")
+        key = lock_key(f"callgate.{name}/{self._schema or ''}")
         await conn.execute(select(func.pg_advisory_xact_lock(key)))
 
     def _insert(self, table: Table) -> postgresql.Insert | sqlite.Insert:

@@ -38,7 +38,7 @@ def _run(connection: Connection) -> None:
 
 
 async def _run_standalone(url: str) -> None:
-    from callgate.store.sql import create_engine
+    from callgate.store.engine import create_engine
 
     engine = create_engine(url)
     try:
