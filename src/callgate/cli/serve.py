@@ -1,0 +1,154 @@
+"""``callgate serve``: the configured tools over MCP (Streamable HTTP or stdio)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import uvicorn
+from uvicorn.server import HANDLED_SIGNALS
+
+from callgate.cli._common import CliError, StoreOption, cli_errors, opened, split_list
+from callgate.contract import Principal
+from callgate.mcp import LOOPBACK_HOSTS, MCP_PATH, build_server, run_stdio, streamable_http_app
+from callgate.runtime.gate import Gate
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+DEMO_TENANT = "acme"
+
+
+def serve(
+    ctx: typer.Context,
+    host: Annotated[
+        str, typer.Option("--host", metavar="HOST", help="Interface to listen on (HTTP).")
+    ] = DEFAULT_HOST,
+    port: Annotated[
+        int,
+        typer.Option("--port", metavar="PORT", min=0, max=65535, help="TCP port (HTTP)."),
+    ] = DEFAULT_PORT,
+    stdio: Annotated[
+        bool, typer.Option("--stdio", help="Serve over stdin/stdout instead of HTTP.")
+    ] = False,
+    principal: Annotated[
+        str,
+        typer.Option("--principal", metavar="USER", help="The user every call is made for."),
+    ] = "local",
+    tenant: Annotated[
+        str | None,
+        typer.Option(
+            "--tenant",
+            metavar="TENANT",
+            help=f"The principal's tenant; default: {DEMO_TENANT} for the demo, none otherwise.",
+            show_default=False,
+        ),
+    ] = None,
+    scopes: Annotated[
+        str | None,
+        typer.Option(
+            "--scopes",
+            metavar="a,b",
+            help="The principal's scopes; default: every scope the served tools require.",
+            show_default=False,
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            metavar="FILE",
+            help="TOML config file (toolboxes, policy, limits, context); default: the demo tools.",
+            show_default=False,
+        ),
+    ] = None,
+    store: StoreOption = None,
+) -> None:
+    """Serve the tools over MCP: Streamable HTTP at http://HOST:PORT/mcp, or --stdio.
+
+    Every call goes through the governed chain and is audited. There is no
+    authentication yet: every call is made for one local principal
+    (--principal, --tenant, --scopes), so keep HTTP on loopback (the default).
+    Requests whose Host or Origin header names another host are refused.
+    """
+    # The shared helpers live in app.py, which imports this module to register it.
+    from callgate.cli.app import _config, _globals, _shared_demo_state, _store
+
+    with cli_errors():
+        cfg = _config(ctx, config)
+        serves_demo = (config or _globals(ctx).config) is None
+        store_url = cfg.store_url(_store(ctx, store))
+        with _shared_demo_state(store_url) if serves_demo else nullcontext():
+            gate = cfg.build_gate(store_url)
+            scope_set = (
+                split_list(scopes)
+                if scopes is not None
+                else {s for spec in gate.tools() for s in spec.scopes}
+            )
+            who = Principal(
+                principal,
+                tenant if tenant is not None else (DEMO_TENANT if serves_demo else None),
+                scopes=scope_set,
+            )
+            if stdio:
+                asyncio.run(_serve_stdio(gate, who))
+            else:
+                if host not in LOOPBACK_HOSTS:
+                    typer.echo(
+                        f"callgate: warning: serving on {host} without authentication; "
+                        f"every caller acts as {who.user}",
+                        err=True,
+                    )
+                asyncio.run(_serve_http(gate, who, host=host, port=port))
+
+
+async def _serve_stdio(gate: Gate, principal: Principal) -> None:
+    async with opened(gate):
+        await run_stdio(build_server(gate, principal=principal))
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn, except that a caught SIGINT/SIGTERM is not raised again on the way out.
+
+    uvicorn re-raises the signal when ``serve`` returns, which would kill the
+    process before the gate is closed and lose the audit records still queued.
+    """
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in HANDLED_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+async def _serve_http(gate: Gate, principal: Principal, *, host: str, port: int) -> None:
+    app = streamable_http_app(build_server(gate, principal=principal), host=host)
+    try:
+        # Bound here, not by uvicorn, so the URL (with the real port for --port 0)
+        # is printed once connections are accepted into the backlog.
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.create_server((host, port), family=family)
+    except OSError as exc:
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    with sock:
+        bound = sock.getsockname()[1]
+        server = _Uvicorn(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        async with opened(gate):
+            shown = f"[{host}]" if ":" in host else host
+            print(f"callgate: serving MCP at http://{shown}:{bound}{MCP_PATH}", file=sys.stderr)
+            sys.stderr.flush()
+            await server.serve(sockets=[sock])

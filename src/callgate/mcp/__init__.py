@@ -1,0 +1,19 @@
+"""Serve callgate's governed tools over MCP (the official ``mcp`` SDK)."""
+
+from callgate.mcp.server import (
+    LOOPBACK_HOSTS,
+    MCP_PATH,
+    build_server,
+    default_principal,
+    run_stdio,
+    streamable_http_app,
+)
+
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "MCP_PATH",
+    "build_server",
+    "default_principal",
+    "run_stdio",
+    "streamable_http_app",
+]

@@ -1,0 +1,133 @@
+"""Serve a Gate over MCP, on the official SDK's low-level ``Server``.
+
+Every ``tools/call`` runs through :meth:`Gate.call`; nothing here executes a
+tool. Both wire generations come from the SDK: a 2025-11-25 client does the
+``initialize`` handshake, a 2026-07-28 client sends its protocol version and
+capabilities in ``_meta`` on every request (``server/discover`` included).
+
+Who is calling: for now one fixed :class:`Principal` per server, chosen by
+whoever starts it (``callgate serve --principal/--tenant/--scopes``). That is
+only safe on loopback or stdio, where the caller is the local user;
+authenticating remote callers (OAuth on Streamable HTTP) comes with the gateway.
+
+Example:
+    server = build_server(gate, principal=Principal("local", tenant="acme"))
+    async with Client(server) as client:
+        await client.list_tools()
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+
+from callgate import __version__
+from callgate.contract import Principal
+from callgate.mcp import _wire
+from callgate.runtime.gate import Gate
+
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "MCP_PATH",
+    "build_server",
+    "default_principal",
+    "run_stdio",
+    "streamable_http_app",
+]
+
+MCP_PATH = "/mcp"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+_SESSION_HEADER = "mcp-session-id"
+
+
+def default_principal(gate: Gate, *, user: str = "local", tenant: str | None = "acme") -> Principal:
+    """A local principal holding every scope the gate's tools require (for the demo)."""
+    scopes = {scope for spec in gate.tools() for scope in spec.scopes}
+    return Principal(user, tenant=tenant, scopes=scopes)
+
+
+def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The Streamable HTTP session id of a 2025-11-25 connection; None elsewhere."""
+    request = ctx.request
+    if isinstance(request, Request):
+        return request.headers.get(_SESSION_HEADER)
+    return None
+
+
+def build_server(gate: Gate, *, principal: Principal, name: str = "callgate") -> Server[Any]:
+    """An MCP server whose tools are the gate's, called as ``principal``.
+
+    tools/list shows the tools ``principal`` may call, in name order. The
+    gate is neither opened nor closed here: its owner does that around serving.
+
+    Args:
+        gate: the gate every call goes through.
+        principal: the caller every request is made for (see the module docs).
+        name: the server name reported to clients.
+    """
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[_wire.tool(spec) for spec in gate.tools(principal)])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        envelope = await gate.call(
+            params.name,
+            params.arguments or {},
+            principal=principal,
+            session_id=_session_id(ctx),
+        )
+        return _wire.call_result(envelope, gate.registry.get(params.name))
+
+    return Server(
+        name,
+        version=__version__,
+        title="callgate",
+        instructions=(
+            "Tools governed by callgate: every call is validated, authorized, "
+            "checked by policy and audited. Errors say what to fix; a call that "
+            "needs a human's approval returns an approval id."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def _security(host: str) -> TransportSecuritySettings:
+    """Host and Origin checks against DNS rebinding, for loopback and other hosts."""
+    if host in LOOPBACK_HOSTS:
+        return TransportSecuritySettings(
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    return TransportSecuritySettings(
+        allowed_hosts=[host, f"{host}:*"],
+        allowed_origins=[f"http://{host}:*", f"https://{host}:*", f"https://{host}"],
+    )
+
+
+def streamable_http_app(server: Server[Any], *, host: str = "127.0.0.1") -> Starlette:
+    """An ASGI app serving ``server`` over Streamable HTTP at ``/mcp``.
+
+    Requests whose Host or Origin header does not name ``host`` (or loopback,
+    when ``host`` is loopback) are refused, against DNS rebinding. Run the
+    app's lifespan (uvicorn does) before serving requests.
+    """
+    return server.streamable_http_app(
+        streamable_http_path=MCP_PATH, host=host, transport_security=_security(host)
+    )
+
+
+async def run_stdio(server: Server[Any]) -> None:
+    """Serve ``server`` over this process's stdin and stdout until stdin closes."""
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())

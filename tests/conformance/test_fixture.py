@@ -1,0 +1,260 @@
+"""The conformance fixture toolbox through a real Gate: each tool gives what its scenario expects."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import io
+import json
+import struct
+import wave
+from collections.abc import AsyncIterator
+from typing import Any
+
+import jsonschema_rs
+import pytest
+
+from callgate import ErrorKind, Gate, Policy, Principal, Rule, Status, Toolbox
+from callgate.config import GateConfig
+from callgate.mcp.fixture import (
+    FIXTURE_TOOLBOX,
+    FIXTURE_TOOLBOXES,
+    JSON_SCHEMA_2020_12,
+    fixture_toolboxes,
+)
+from callgate.runtime.envelope import Envelope
+from callgate.store import MemoryStore
+
+pytestmark = pytest.mark.anyio
+
+CALLER = Principal("conformance-suite")
+
+SCENARIO_TOOLS = {
+    "tools-call-simple-text": "test_simple_text",
+    "tools-call-error": "test_error_handling",
+    "tools-call-image": "test_image_content",
+    "tools-call-audio": "test_audio_content",
+    "tools-call-embedded-resource": "test_embedded_resource",
+    "tools-call-mixed-content": "test_multiple_content_types",
+    "tools-call-with-progress": "test_tool_with_progress",
+    "tools-call-with-logging": "test_tool_with_logging",
+    "json-schema-2020-12": "json_schema_2020_12_tool",
+    "server-sse-polling": "test_reconnection",
+    "http-custom-header-server-validation": "test_custom_header",
+    "server-stateless (no log without logLevel)": "test_logging_tool",
+    "server-stateless (list changed)": "test_trigger_tool_change",
+    "tasks-* (sync tool)": "greet",
+    "tasks-* (long tool)": "slow_compute",
+    "tasks-* (tool error)": "failing_job",
+    "tasks-* (protocol error)": "protocol_error_job",
+    "tasks-* (elicitation)": "confirm_delete",
+}
+"""Scenario -> the bare MCP tool name it calls."""
+
+
+@pytest.fixture
+def box() -> Toolbox:
+    return fixture_toolboxes()[0]
+
+
+@pytest.fixture
+async def gate(box: Toolbox) -> AsyncIterator[Gate]:
+    async with Gate([box], store=MemoryStore()) as gate:
+        yield gate
+
+
+async def call(gate: Gate, tool: str, arguments: dict[str, Any] | None = None) -> Envelope:
+    return await gate.call(f"{FIXTURE_TOOLBOX}.{tool}", arguments or {}, principal=CALLER)
+
+
+def assert_matches_output_schema(box: Toolbox, tool: str, payload: Any) -> None:
+    """What the server would send as structuredContent must satisfy the advertised schema."""
+    spec = box.get(tool)
+    assert spec is not None and spec.output_schema is not None
+    jsonschema_rs.validate(dict(spec.output_schema), payload)
+
+
+def test_every_tool_the_scenarios_call_is_in_the_toolbox(box: Toolbox) -> None:
+    local = {spec.local_name for spec in box}
+    assert set(SCENARIO_TOOLS.values()) <= local
+    assert all(spec.description for spec in box), "tools-list requires a description"
+
+
+def test_the_config_reference_loads_the_fixture() -> None:
+    boxes = GateConfig(toolboxes=(FIXTURE_TOOLBOXES,)).load_toolboxes()
+    assert [b.name for b in boxes] == [FIXTURE_TOOLBOX]
+    assert boxes[0].get("test_simple_text") is not None
+
+
+async def test_simple_text(gate: Gate) -> None:
+    env = await call(gate, "test_simple_text")
+    assert env.status is Status.OK
+    assert env.payload == "This is a simple text response for testing."
+
+
+async def test_error_handling_is_a_tool_execution_error_with_the_message(gate: Gate) -> None:
+    env = await call(gate, "test_error_handling")
+    assert env.status is Status.ERROR and env.error is not None
+    assert env.error.kind is ErrorKind.BUSINESS_STATE
+    assert env.error.message_for_model == "This tool intentionally returns an error for testing"
+
+
+async def test_image_content_is_a_real_one_pixel_png(gate: Gate, box: Toolbox) -> None:
+    env = await call(gate, "test_image_content")
+    assert env.status is Status.OK
+    [block] = env.payload
+    assert (block["type"], block["mimeType"]) == ("image", "image/png")
+    png = base64.b64decode(block["data"], validate=True)
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert png[12:16] == b"IHDR"
+    assert struct.unpack(">II", png[16:24]) == (1, 1)
+    assert_matches_output_schema(box, "test_image_content", env.payload)
+
+
+async def test_audio_content_is_a_real_wav(gate: Gate, box: Toolbox) -> None:
+    env = await call(gate, "test_audio_content")
+    assert env.status is Status.OK
+    [block] = env.payload
+    assert (block["type"], block["mimeType"]) == ("audio", "audio/wav")
+    with wave.open(io.BytesIO(base64.b64decode(block["data"], validate=True))) as audio:
+        assert audio.getnframes() > 0
+    assert_matches_output_schema(box, "test_audio_content", env.payload)
+
+
+async def test_embedded_resource(gate: Gate, box: Toolbox) -> None:
+    env = await call(gate, "test_embedded_resource")
+    assert env.payload == [
+        {
+            "type": "resource",
+            "resource": {
+                "uri": "test://embedded-resource",
+                "mimeType": "text/plain",
+                "text": "This is an embedded resource content.",
+            },
+        }
+    ]
+    assert_matches_output_schema(box, "test_embedded_resource", env.payload)
+
+
+async def test_multiple_content_types(gate: Gate, box: Toolbox) -> None:
+    env = await call(gate, "test_multiple_content_types")
+    assert [block["type"] for block in env.payload] == ["text", "image", "resource"]
+    assert env.payload[0]["text"] == "Multiple content types test:"
+    resource = env.payload[2]["resource"]
+    assert resource["uri"] == "test://mixed-content-resource"
+    assert resource["mimeType"] == "application/json"
+    assert json.loads(resource["text"]) == {"test": "data", "value": 123}
+    assert_matches_output_schema(box, "test_multiple_content_types", env.payload)
+
+
+@pytest.mark.parametrize("tool", ["test_tool_with_progress", "test_tool_with_logging"])
+async def test_stepped_tools_take_their_two_pauses(gate: Gate, tool: str) -> None:
+    # The suite expects its three notifications about 50 ms apart.
+    env = await call(gate, tool)
+    assert env.status is Status.OK and isinstance(env.payload, str) and env.payload
+    assert env.timing is not None and env.timing.duration_ms >= 100
+
+
+async def test_logging_tool_and_reconnection_answer_text(gate: Gate) -> None:
+    for tool in ("test_logging_tool", "test_reconnection"):
+        env = await call(gate, tool)
+        assert env.status is Status.OK and isinstance(env.payload, str) and env.payload
+
+
+def test_json_schema_tool_advertises_the_2020_12_schema_verbatim(box: Toolbox) -> None:
+    spec = box.get("json_schema_2020_12_tool")
+    assert spec is not None
+    schema = spec.input_schema
+    assert schema == JSON_SCHEMA_2020_12
+    # The keywords the scenario checks, spelled out (SEP-1613, SEP-2106).
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["$defs"]["address"]["$anchor"] == "addressDef"
+    assert schema["additionalProperties"] is False
+    assert {"allOf", "if", "then", "else"} <= set(schema)
+    # The contract hash covers the advertised schema, not the generated one.
+    assert spec.contract_hash == dataclasses.replace(spec, contract_hash="").contract_hash
+
+
+async def test_json_schema_tool_is_validated_against_that_schema(gate: Gate) -> None:
+    ok = await call(
+        gate,
+        "json_schema_2020_12_tool",
+        {
+            "name": "Ada",
+            "address": {"street": "1 Main St", "city": "Springfield"},
+            "contactMethod": "phone",
+            "phone": "555-0100",
+        },
+    )
+    assert ok.status is Status.OK
+    assert ok.payload["contactMethod"] == "phone" and ok.payload["address"]["city"] == "Springfield"
+
+    for wrong in (
+        {"contactMethod": "phone", "email": "a@example.com"},  # if/then: phone required
+        {"name": "no contact"},  # anyOf: phone or email
+        {"email": "a@example.com", "fax": "1"},  # additionalProperties: false
+    ):
+        env = await call(gate, "json_schema_2020_12_tool", wrong)
+        assert env.status is Status.ERROR and env.error is not None, wrong
+        assert env.error.kind is ErrorKind.CONSTRUCTION
+
+
+async def test_custom_header_parameter_is_annotated_for_mcp_param_headers(
+    gate: Gate, box: Toolbox
+) -> None:
+    spec = box.get("test_custom_header")
+    assert spec is not None
+    region = spec.input_schema["properties"]["region"]
+    assert (region["type"], region["x-mcp-header"]) == ("string", "Region")
+    env = await call(gate, "test_custom_header", {"region": "us-west1", "query": "SELECT 1"})
+    assert env.payload == "region=us-west1 query=SELECT 1"
+
+
+async def test_trigger_tool_change_adds_then_removes_a_tool(gate: Gate, box: Toolbox) -> None:
+    changes: list[str] = []
+    box.on_change(lambda changed: changes.append(changed.name))
+    dynamic = f"{FIXTURE_TOOLBOX}.test_dynamic_tool"
+
+    await call(gate, "test_trigger_tool_change")
+    assert dynamic in {spec.name for spec in gate.registry.specs()}
+    assert (await call(gate, "test_dynamic_tool")).status is Status.OK
+
+    await call(gate, "test_trigger_tool_change")
+    assert dynamic not in {spec.name for spec in gate.registry.specs()}
+    assert changes == [FIXTURE_TOOLBOX, FIXTURE_TOOLBOX]  # what list_changed hangs on
+
+
+def test_each_call_builds_independent_toolboxes() -> None:
+    first, second = fixture_toolboxes()[0], fixture_toolboxes()[0]
+    assert first is not second
+    assert [s.name for s in first] == [s.name for s in second]
+
+
+async def test_greet(gate: Gate) -> None:
+    assert (await call(gate, "greet", {"name": "World"})).payload == "Hello, World!"
+
+
+async def test_slow_compute_answers_and_allows_a_minute(gate: Gate, box: Toolbox) -> None:
+    env = await call(gate, "slow_compute", {"seconds": 0, "label": "instant"})
+    assert env.status is Status.OK and "instant" in env.payload
+    spec = box.get("slow_compute")
+    assert spec is not None and spec.timeout is not None and spec.timeout > 60
+    too_long = await call(gate, "slow_compute", {"seconds": 1000})
+    assert too_long.error is not None and too_long.error.kind is ErrorKind.CONSTRUCTION
+
+
+async def test_failing_job_is_a_tool_error_and_protocol_error_job_a_crash(gate: Gate) -> None:
+    failing = await call(gate, "failing_job")
+    assert failing.error is not None and failing.error.kind is ErrorKind.BUSINESS_STATE
+    crash = await call(gate, "protocol_error_job")
+    assert crash.error is not None and crash.error.kind is ErrorKind.UNRECOVERABLE
+    assert "on purpose" not in crash.error.message_for_model  # internal text never leaks
+
+
+async def test_confirm_delete_goes_through_approval_when_policy_asks(box: Toolbox) -> None:
+    spec = box.get("confirm_delete")
+    assert spec is not None and spec.effective_annotations.destructive
+    policy = Policy([Rule("require_approval", tools=[f"{FIXTURE_TOOLBOX}.confirm_delete"])])
+    async with Gate([box], store=MemoryStore(), policy=policy) as gate:
+        env = await call(gate, "confirm_delete", {"filename": "rt.txt"})
+    assert env.status is Status.PENDING_APPROVAL
