@@ -183,3 +183,22 @@ async def test_default_principal_holds_every_served_scope(gate: Gate) -> None:
         async with Client(server, mode="legacy") as client:
             names = [t.name for t in (await client.list_tools()).tools]
     assert "shop.purge" in names
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_toolbox_can_be_served_without_its_prefix(gate: Gate, mode: str) -> None:
+    server = build_server(gate, principal=ALICE, unprefixed=["shop"])
+    with anyio.fail_after(5):
+        async with Client(server, mode=mode) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            result = await client.call_tool("order_count", {"status": "closed"})
+        records = await gate.audit()
+    assert "order_count" in names and "shop.order_count" not in names
+    assert result.is_error is False
+    # Policy, audit and Envelopes keep the full name.
+    assert records[-1].tool == "shop.order_count"
+
+
+async def test_unprefixed_names_must_not_clash(gate: Gate) -> None:
+    with pytest.raises(ValueError, match="no toolbox"):
+        build_server(gate, principal=ALICE, unprefixed=["nope"])

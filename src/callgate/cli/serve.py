@@ -7,13 +7,15 @@ import signal
 import socket
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 import uvicorn
+from mcp.server import Server
 from uvicorn.server import HANDLED_SIGNALS
 
 from callgate.cli._common import CliError, StoreOption, cli_errors, opened, split_list
@@ -71,6 +73,16 @@ def serve(
         ),
     ] = None,
     store: StoreOption = None,
+    unprefixed: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--unprefixed",
+            metavar="TOOLBOX",
+            help="Expose this toolbox's tools without the 'toolbox.' prefix (repeatable); "
+            "for clients that expect fixed tool names.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the tools over MCP: Streamable HTTP at http://HOST:PORT/mcp, or --stdio.
 
@@ -98,8 +110,18 @@ def serve(
                 tenant if tenant is not None else (DEMO_TENANT if serves_demo else None),
                 scopes=scope_set,
             )
+            try:
+                server = build_server(
+                    gate,
+                    principal=who,
+                    unprefixed=unprefixed or (),
+                    # stdio serves one client for the life of the process: one session.
+                    session_id=f"stdio-{uuid.uuid4().hex}" if stdio else None,
+                )
+            except ValueError as exc:
+                raise CliError(str(exc)) from None
             if stdio:
-                asyncio.run(_serve_stdio(gate, who))
+                asyncio.run(_serve_stdio(gate, server))
             else:
                 if host not in LOOPBACK_HOSTS:
                     typer.echo(
@@ -107,12 +129,12 @@ def serve(
                         f"every caller acts as {who.user}",
                         err=True,
                     )
-                asyncio.run(_serve_http(gate, who, host=host, port=port))
+                asyncio.run(_serve_http(gate, server, host=host, port=port))
 
 
-async def _serve_stdio(gate: Gate, principal: Principal) -> None:
+async def _serve_stdio(gate: Gate, server: Server[Any]) -> None:
     async with opened(gate):
-        await run_stdio(build_server(gate, principal=principal))
+        await run_stdio(server)
 
 
 class _Uvicorn(uvicorn.Server):
@@ -135,8 +157,8 @@ class _Uvicorn(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-async def _serve_http(gate: Gate, principal: Principal, *, host: str, port: int) -> None:
-    app = streamable_http_app(build_server(gate, principal=principal), host=host)
+async def _serve_http(gate: Gate, mcp_server: Server[Any], *, host: str, port: int) -> None:
+    app = streamable_http_app(mcp_server, host=host)
     try:
         # Bound here, not by uvicorn, so the URL (with the real port for --port 0)
         # is printed once connections are accepted into the backlog.

@@ -39,11 +39,11 @@ def output_schema(spec: ToolSpec) -> dict[str, Any] | None:
     return wrapped
 
 
-def tool(spec: ToolSpec) -> types.Tool:
+def tool(spec: ToolSpec, *, name: str | None = None) -> types.Tool:
     """The MCP ``Tool`` for ``spec``: model-facing schemas only, trusted fields absent."""
     annotations = spec.annotations.to_mcp()
     return types.Tool(
-        name=spec.name,
+        name=name or spec.name,
         title=spec.title,
         description=spec.description,
         input_schema=dict(spec.input_schema),

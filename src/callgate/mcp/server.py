@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import mcp_types as types
@@ -52,6 +53,45 @@ def default_principal(gate: Gate, *, user: str = "local", tenant: str | None = "
     return Principal(user, tenant=tenant, scopes=scopes)
 
 
+class WireNames:
+    """Tool names on the wire: full ``toolbox.tool`` names, or bare ones for the
+    toolboxes served unprefixed. Recomputed when a toolbox changes."""
+
+    def __init__(self, gate: Gate, unprefixed: Iterable[str]) -> None:
+        self._gate = gate
+        self._unprefixed = frozenset(unprefixed)
+        unknown = self._unprefixed - {box.name for box in gate.registry.toolboxes}
+        if unknown:
+            raise ValueError(f"no toolbox named {sorted(unknown)} to serve unprefixed")
+        self._bare: dict[str, str] = {}
+        self._refresh()
+        for box in gate.registry.toolboxes:
+            box.on_change(lambda _box: self._refresh())
+
+    def _refresh(self) -> None:
+        bare: dict[str, str] = {}
+        full_names = {spec.name for spec in self._gate.tools()}
+        for spec in self._gate.tools():
+            if spec.toolbox not in self._unprefixed:
+                continue
+            local = spec.local_name
+            if local in bare or local in full_names:
+                raise ValueError(
+                    f"serving {spec.name!r} as {local!r} would clash with another tool"
+                )
+            bare[local] = spec.name
+        self._bare = bare
+
+    def wire(self, full: str) -> str:
+        spec = self._gate.registry.get(full)
+        if spec is not None and spec.toolbox in self._unprefixed:
+            return spec.local_name
+        return full
+
+    def full(self, wire: str) -> str:
+        return self._bare.get(wire, wire)
+
+
 def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
     """The Streamable HTTP session id of a 2025-11-25 connection; None elsewhere."""
     request = ctx.request
@@ -60,7 +100,14 @@ def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
     return None
 
 
-def build_server(gate: Gate, *, principal: Principal, name: str = "callgate") -> Server[Any]:
+def build_server(
+    gate: Gate,
+    *,
+    principal: Principal,
+    name: str = "callgate",
+    unprefixed: Iterable[str] = (),
+    session_id: str | None = None,
+) -> Server[Any]:
     """An MCP server whose tools are the gate's, called as ``principal``.
 
     tools/list shows the tools ``principal`` may call, in name order. The
@@ -70,23 +117,35 @@ def build_server(gate: Gate, *, principal: Principal, name: str = "callgate") ->
         gate: the gate every call goes through.
         principal: the caller every request is made for (see the module docs).
         name: the server name reported to clients.
+        unprefixed: toolboxes whose tools are exposed without the ``toolbox.``
+            prefix (e.g. for clients that expect fixed names); the audit, policy
+            and Envelopes keep the full names.
+        session_id: the session of calls that carry none of their own (stdio:
+            one process serves one conversation).
+
+    Raises:
+        ValueError: two exposed names would be the same.
     """
+    names = WireNames(gate, unprefixed)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[_wire.tool(spec) for spec in gate.tools(principal)])
+        return types.ListToolsResult(
+            tools=[_wire.tool(spec, name=names.wire(spec.name)) for spec in gate.tools(principal)]
+        )
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        full = names.full(params.name)
         envelope = await gate.call(
-            params.name,
+            full,
             params.arguments or {},
             principal=principal,
-            session_id=_session_id(ctx),
+            session_id=_session_id(ctx) or session_id,
         )
-        return _wire.call_result(envelope, gate.registry.get(params.name))
+        return _wire.call_result(envelope, gate.registry.get(full))
 
     return Server(
         name,
