@@ -156,3 +156,61 @@ async def test_open_store_picks_the_implementation(tmp_path: Path) -> None:
     finally:
         await memory.close()
         await sql.close()
+
+
+@pytest.mark.anyio
+async def test_audit_appends_wait_for_another_writer_off_the_event_loop(
+    tmp_path: Path, audit: Audit
+) -> None:
+    """While another connection holds the write lock, an append neither fails nor
+    blocks the event loop: it waits on the worker thread, then commits."""
+    import sqlite3
+
+    path = tmp_path / "locked.db"
+    store = SQLStore(f"sqlite:///{path}")
+    async with store:
+        await store.append_audit([audit(call_id="before")])
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await anyio.sleep(0.01)
+                ticks += 1
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ticker)
+                appended = anyio.Event()
+
+                async def append() -> None:
+                    await store.append_audit([audit(call_id="while-locked")])
+                    appended.set()
+
+                tg.start_soon(append)
+                await anyio.sleep(0.2)
+                assert not appended.is_set()  # still waiting for the lock...
+                assert ticks >= 5  # ...and the loop kept running meanwhile
+                other.execute("ROLLBACK")
+                other.close()
+                await appended.wait()
+                tg.cancel_scope.cancel()
+        records = await store.list_audit()
+    assert [r.call_id for r in records] == ["before", "while-locked"]
+
+
+@pytest.mark.anyio
+async def test_many_inline_appends_are_checkpointed_and_readable(
+    tmp_path: Path, audit: Audit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from callgate.store import sqlite_writer
+
+    monkeypatch.setattr(sqlite_writer, "CHECKPOINT_EVERY", 10)
+    store = SQLStore(f"sqlite:///{tmp_path / 'many.db'}")
+    async with store:
+        for i in range(55):
+            await store.append_audit([audit(call_id=f"c{i}")])
+        records = await store.list_audit()
+    assert [r.call_id for r in records] == [f"c{i}" for i in range(55)]

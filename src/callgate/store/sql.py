@@ -158,12 +158,12 @@ class SQLStore:
                 raise
             self._engine = engine
             if self._dialect == "sqlite" and not self._memory and database:
+                synchronous = self._options["sqlite_synchronous"]
                 self._audit_writer = SQLiteAuditWriter(
                     database,
-                    pragmas=[
-                        f"busy_timeout={BUSY_TIMEOUT_MS}",
-                        f"synchronous={self._options['sqlite_synchronous']}",
-                    ],
+                    pragmas=[f"busy_timeout={BUSY_TIMEOUT_MS}", f"synchronous={synchronous}"],
+                    # Inline commits only where they never wait for the disk.
+                    inline=synchronous in ("OFF", "NORMAL"),
                 )
 
     async def close(self) -> None:
