@@ -102,3 +102,19 @@ def test_the_server_still_serves_after_the_fuzz(client: TestClient) -> None:
     response = client.post(MCP_PATH, json=body, headers={**MODERN, "mcp-method": "tools/list"})
     assert response.status_code == 200
     assert "shop.order_get" in {t["name"] for t in response.json()["result"]["tools"]}
+
+
+def test_an_oversized_body_is_refused_with_a_clear_error(client: TestClient) -> None:
+    huge = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "shop.order_get", "arguments": {"order_id": "x" * (5 * 1024 * 1024)}},
+    }
+    response = client.post(
+        MCP_PATH,
+        content=json.dumps(huge).encode(),
+        headers={**MODERN, "mcp-method": "tools/call", "mcp-name": "shop.order_get"},
+    )
+    assert response.status_code == 413
+    assert "too large" in response.text
