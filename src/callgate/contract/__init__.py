@@ -1,21 +1,39 @@
 """Tool contracts: what a tool is, how it is named, described and classified."""
 
 from callgate.contract.annotations import RiskTier, ToolAnnotations, derive_risk
-from callgate.contract.context import Principal, ToolContext, Trusted, TrustedField
+from callgate.contract.content import Audio, Block, Content, EmbeddedResource, Image, Text
+from callgate.contract.context import (
+    LOG_LEVELS,
+    LogLevel,
+    Principal,
+    ToolContext,
+    ToolSink,
+    Trusted,
+    TrustedField,
+)
 from callgate.contract.function import FunctionHandler, spec_from_function
 from callgate.contract.naming import InvalidToolName, check_tool_name, qualify
 from callgate.contract.spec import ToolHandler, ToolSpec
 from callgate.contract.toolbox import DuplicateTool, Toolbox, tool
 
 __all__ = [
+    "LOG_LEVELS",
+    "Audio",
+    "Block",
+    "Content",
     "DuplicateTool",
+    "EmbeddedResource",
     "FunctionHandler",
+    "Image",
     "InvalidToolName",
+    "LogLevel",
     "Principal",
     "RiskTier",
+    "Text",
     "ToolAnnotations",
     "ToolContext",
     "ToolHandler",
+    "ToolSink",
     "ToolSpec",
     "Toolbox",
     "Trusted",

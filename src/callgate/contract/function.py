@@ -18,6 +18,7 @@ from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
 from callgate.contract.annotations import RiskTier, ToolAnnotations
+from callgate.contract.content import Content
 from callgate.contract.context import ToolContext, TrustedField
 from callgate.contract.docstrings import parse_docstring
 from callgate.contract.naming import qualify
@@ -68,6 +69,8 @@ class FunctionHandler:
 
     def to_payload(self, result: Any) -> Any:
         """The JSON-able form of a result, as the declared return type serializes it."""
+        if isinstance(result, Content):
+            return result.to_payload()
         if self.return_adapter is not None:
             return self.return_adapter.dump_python(result, mode="json", warnings=False)
         return to_jsonable_python(result)
@@ -86,7 +89,8 @@ def _is_context(annotation: Any) -> bool:
 
 
 def _return_adapter(annotation: Any) -> TypeAdapter[Any] | None:
-    if annotation in (inspect.Signature.empty, None, type(None), Any):
+    # Content is sent as content blocks, not as structured data: no output schema.
+    if annotation in (inspect.Signature.empty, None, type(None), Any, Content):
         return None
     return TypeAdapter(annotation)
 

@@ -10,9 +10,21 @@ from callgate.contract.annotations import RiskTier
 from callgate.contract.change import ChangeBuilder
 from callgate.contract.function import spec_from_function
 from callgate.contract.naming import check_toolbox_name
+from callgate.contract.resources import (
+    DuplicatePrompt,
+    DuplicateResource,
+    PromptFunction,
+    PromptSpec,
+    ResourceFunction,
+    ResourceSpec,
+    prompt_from_function,
+    resource_from_function,
+)
 from callgate.contract.spec import ConciseView, ToolSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R", bound=ResourceFunction)
+P = TypeVar("P", bound=PromptFunction)
 
 _OPTIONS_ATTR = "__callgate_tool__"
 
@@ -77,6 +89,8 @@ class Toolbox:
         self.trusted = trusted
         self.tenants = frozenset(tenants) if tenants is not None else None
         self._specs: dict[str, ToolSpec] = {}
+        self._resources: dict[str, ResourceSpec] = {}
+        self._prompts: dict[str, PromptSpec] = {}
         self._listeners: list[Callable[[Toolbox], None]] = []
         for item in tools:
             if isinstance(item, ToolSpec):
@@ -179,6 +193,133 @@ class Toolbox:
         self._changed()
         return spec
 
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str = "text/plain",
+        scopes: Iterable[str] = (),
+        completions: Mapping[str, Iterable[str]] | None = None,
+    ) -> Callable[[R], R]:
+        """Expose a function's return value as read-only context at ``uri``.
+
+        The function returns ``str`` (text) or ``bytes`` (a blob), sync or async.
+        ``uri`` may be a URI template (``notes://{note_id}``): each ``{variable}``
+        matches one path segment and is passed as a keyword argument. Reading
+        needs ``scopes`` (none by default). The function is returned unchanged.
+
+        Raises:
+            DuplicateResource: the toolbox has a resource at ``uri`` already.
+            TypeError: the parameters are not the template's variables.
+        """
+
+        def register(func: R) -> R:
+            self.add_resource(
+                resource_from_function(
+                    func,
+                    uri,
+                    toolbox=self.name,
+                    name=name,
+                    title=title,
+                    description=description,
+                    mime_type=mime_type,
+                    scopes=scopes,
+                    tenants=self.tenants,
+                    completions=completions,
+                )
+            )
+            return func
+
+        return register
+
+    def add_resource(self, spec: ResourceSpec) -> ResourceSpec:
+        """Register a ready-made resource spec.
+
+        Raises:
+            DuplicateResource: the toolbox has a resource at that URI already.
+        """
+        if spec.uri in self._resources:
+            raise DuplicateResource(f"toolbox {self.name!r} already has a resource {spec.uri!r}")
+        self._resources[spec.uri] = spec
+        self._changed()
+        return spec
+
+    @overload
+    def prompt(self, fn: P, /) -> P: ...
+    @overload
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        scopes: Iterable[str] = (),
+        completions: Mapping[str, Iterable[str]] | None = None,
+    ) -> Callable[[P], P]: ...
+    def prompt(
+        self,
+        name: Any = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        scopes: Iterable[str] = (),
+        completions: Mapping[str, Iterable[str]] | None = None,
+    ) -> Any:
+        """Register a reusable prompt (usable bare, or with a name and options).
+
+        The function takes string arguments (those without a default are
+        required; a ``Literal`` type lists the values completion offers) and
+        returns a ``str`` (one user message) or a list of ``Message``. Prompt
+        names are not prefixed with the toolbox name. The function is returned
+        unchanged.
+
+        Raises:
+            DuplicatePrompt: the toolbox has a prompt of that name already.
+            TypeError: a parameter is positional-only or variadic.
+        """
+
+        def register(func: P) -> P:
+            self.add_prompt(
+                prompt_from_function(
+                    func,
+                    toolbox=self.name,
+                    name=name if isinstance(name, str) else None,
+                    title=title,
+                    description=description,
+                    scopes=scopes,
+                    tenants=self.tenants,
+                    completions=completions,
+                )
+            )
+            return func
+
+        return register(name) if callable(name) else register
+
+    def add_prompt(self, spec: PromptSpec) -> PromptSpec:
+        """Register a ready-made prompt spec.
+
+        Raises:
+            DuplicatePrompt: the toolbox has a prompt of that name already.
+        """
+        if spec.name in self._prompts:
+            raise DuplicatePrompt(f"toolbox {self.name!r} already has a prompt {spec.name!r}")
+        self._prompts[spec.name] = spec
+        self._changed()
+        return spec
+
+    @property
+    def resources(self) -> list[ResourceSpec]:
+        """The resources and resource templates in URI order."""
+        return [self._resources[uri] for uri in sorted(self._resources)]
+
+    @property
+    def prompts(self) -> list[PromptSpec]:
+        """The prompts in name order."""
+        return [self._prompts[name] for name in sorted(self._prompts)]
+
     def remove(self, name: str) -> None:
         """Remove a tool by full or local name.
 
@@ -190,7 +331,7 @@ class Toolbox:
         self._changed()
 
     def on_change(self, listener: Callable[[Toolbox], None]) -> None:
-        """Call ``listener`` whenever a tool is added or removed."""
+        """Call ``listener`` whenever a tool, resource or prompt is added or removed."""
         self._listeners.append(listener)
 
     def _changed(self) -> None:

@@ -25,17 +25,14 @@ What a toolbox expresses here, per scenario (both spec versions unless noted):
   exception, to become a failed task) and ``confirm_delete`` (destructive: a policy
   that requires approval makes the server elicit). Whether a tool runs as a task
   (``taskSupport``) is not part of the callgate contract yet.
-
-Needs a contract type the toolbox cannot return yet (a callgate payload becomes
-text plus ``structuredContent``): ``tools-call-image``, ``tools-call-audio``,
-``tools-call-embedded-resource``, ``tools-call-mixed-content``. Their tools return
-the MCP content blocks as data (``ContentBlock``), so the server can render them
-once the contract can say "this payload is content, not JSON".
-
-Needs a ``ToolContext`` channel to the client: ``tools-call-with-progress``
-(``test_tool_with_progress`` keeps its timing, but cannot send
-``notifications/progress``) and ``tools-call-with-logging`` (2025-11-25;
-``test_tool_with_logging`` cannot send ``notifications/message``).
+- Content results (``Content``, sent as MCP content blocks): ``tools-call-image``,
+  ``tools-call-audio``, ``tools-call-embedded-resource``, ``tools-call-mixed-content``.
+- Through ``ToolContext``: ``tools-call-with-progress`` (``test_tool_with_progress``
+  reports 0, 50, 100 of 100; the server sends them as ``notifications/progress``
+  when the request has a progress token) and ``tools-call-with-logging``
+  (2025-11-25; ``test_tool_with_logging`` logs three info messages, sent as
+  ``notifications/message``; the scenario first calls ``logging/setLevel``, which
+  the server has to accept).
 
 Needs MCP features a toolbox cannot express at all, so the server must provide
 them itself (a server-level fixture, or new contract features):
@@ -66,7 +63,6 @@ them itself (a server-level fixture, or new contract features):
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import io
 import struct
@@ -75,24 +71,28 @@ import zlib
 from typing import Annotated, Any, Literal
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from callgate.contract import Toolbox, ToolSpec
+from callgate.contract import (
+    Audio,
+    Content,
+    EmbeddedResource,
+    Image,
+    Text,
+    Toolbox,
+    ToolContext,
+    ToolSpec,
+)
 from callgate.contract.function import spec_from_function
 from callgate.errors import BusinessStateError
 
 __all__ = [
-    "AUDIO_WAV_BASE64",
     "FIXTURE_TOOLBOX",
     "FIXTURE_TOOLBOXES",
-    "IMAGE_PNG_BASE64",
     "JSON_SCHEMA_2020_12",
-    "AudioBlock",
-    "ContentBlock",
-    "EmbeddedResource",
-    "ImageBlock",
-    "ResourceBlock",
-    "TextBlock",
+    "LOG_MESSAGES",
+    "PNG_1X1_RED",
+    "WAV_SILENCE",
     "fixture_toolboxes",
 ]
 
@@ -129,8 +129,10 @@ def _wav_silence() -> bytes:
     return buffer.getvalue()
 
 
-IMAGE_PNG_BASE64 = base64.b64encode(_png_1x1_red()).decode("ascii")
-AUDIO_WAV_BASE64 = base64.b64encode(_wav_silence()).decode("ascii")
+PNG_1X1_RED = _png_1x1_red()
+WAV_SILENCE = _wav_silence()
+LOG_MESSAGES = ("Tool execution started", "Tool processing data", "Tool execution completed")
+"""The info messages of test_tool_with_logging, in order."""
 
 JSON_SCHEMA_2020_12: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -158,46 +160,6 @@ JSON_SCHEMA_2020_12: dict[str, Any] = {
 """The input schema the ``json-schema-2020-12`` scenario expects, verbatim."""
 
 
-class _Block(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class TextBlock(_Block):
-    type: Literal["text"] = "text"
-    text: str
-
-
-class ImageBlock(_Block):
-    type: Literal["image"] = "image"
-    data: str
-    """Base64."""
-    mimeType: str  # the MCP field name
-
-
-class AudioBlock(_Block):
-    type: Literal["audio"] = "audio"
-    data: str
-    """Base64."""
-    mimeType: str
-
-
-class EmbeddedResource(_Block):
-    uri: str
-    mimeType: str
-    text: str
-
-
-class ResourceBlock(_Block):
-    type: Literal["resource"] = "resource"
-    resource: EmbeddedResource
-
-
-ContentBlock = Annotated[
-    TextBlock | ImageBlock | AudioBlock | ResourceBlock, Field(discriminator="type")
-]
-"""An MCP content block as data; see the module docstring for why."""
-
-
 def test_simple_text() -> str:
     """Return a fixed text (conformance scenario tools-call-simple-text)."""
     return SIMPLE_TEXT
@@ -208,67 +170,63 @@ def test_error_handling() -> str:
     raise BusinessStateError(ERROR_TEXT)
 
 
-def test_image_content() -> list[ContentBlock]:
+def test_image_content() -> Content:
     """Return a 1x1 red PNG as an image content block (scenario tools-call-image)."""
-    return [ImageBlock(data=IMAGE_PNG_BASE64, mimeType="image/png")]
+    return Content(Image(PNG_1X1_RED, "image/png"))
 
 
-def test_audio_content() -> list[ContentBlock]:
+def test_audio_content() -> Content:
     """Return 10 ms of silence as a WAV audio content block (scenario tools-call-audio)."""
-    return [AudioBlock(data=AUDIO_WAV_BASE64, mimeType="audio/wav")]
+    return Content(Audio(WAV_SILENCE, "audio/wav"))
 
 
-def test_embedded_resource() -> list[ContentBlock]:
+def test_embedded_resource() -> Content:
     """Return an embedded text resource (scenario tools-call-embedded-resource)."""
-    return [
-        ResourceBlock(
-            resource=EmbeddedResource(
-                uri="test://embedded-resource",
-                mimeType="text/plain",
-                text="This is an embedded resource content.",
-            )
+    return Content(
+        EmbeddedResource(
+            uri="test://embedded-resource",
+            mime_type="text/plain",
+            text="This is an embedded resource content.",
         )
-    ]
+    )
 
 
-def test_multiple_content_types() -> list[ContentBlock]:
+def test_multiple_content_types() -> Content:
     """Return text, an image and a resource together (scenario tools-call-mixed-content)."""
-    return [
-        TextBlock(text="Multiple content types test:"),
-        ImageBlock(data=IMAGE_PNG_BASE64, mimeType="image/png"),
-        ResourceBlock(
-            resource=EmbeddedResource(
-                uri="test://mixed-content-resource",
-                mimeType="application/json",
-                text='{"test":"data","value":123}',
-            )
+    return Content(
+        Text("Multiple content types test:"),
+        Image(PNG_1X1_RED, "image/png"),
+        EmbeddedResource(
+            uri="test://mixed-content-resource",
+            mime_type="application/json",
+            text='{"test":"data","value":123}',
         ),
-    ]
+    )
 
 
-async def test_tool_with_progress() -> str:
-    """Work in three steps 50 ms apart (scenario tools-call-with-progress).
-
-    The suite expects progress 0, 50 and 100 of 100 at those steps.
-    """
+async def test_tool_with_progress(ctx: ToolContext) -> str:
+    """Report progress 0, 50 and 100 of 100, 50 ms apart (scenario tools-call-with-progress)."""
+    await ctx.report_progress(0, 100)
     await anyio.sleep(STEP_DELAY)
+    await ctx.report_progress(50, 100)
     await anyio.sleep(STEP_DELAY)
+    await ctx.report_progress(100, 100)
     return "Progress test completed: 100/100."
 
 
-async def test_tool_with_logging() -> str:
-    """Work in three steps 50 ms apart (scenario tools-call-with-logging).
-
-    The suite expects the info logs "Tool execution started", "Tool processing
-    data" and "Tool execution completed" at those steps.
-    """
-    await anyio.sleep(STEP_DELAY)
-    await anyio.sleep(STEP_DELAY)
+async def test_tool_with_logging(ctx: ToolContext) -> str:
+    """Log three info messages, 50 ms apart (scenario tools-call-with-logging)."""
+    for index, message in enumerate(LOG_MESSAGES):
+        if index:
+            await anyio.sleep(STEP_DELAY)
+        await ctx.log("info", message)
     return "Logging test completed."
 
 
-def test_logging_tool() -> str:
-    """A tool that would log; no log may be sent unless the request asks (server-stateless)."""
+async def test_logging_tool(ctx: ToolContext) -> str:
+    """Log one info message, which the server may send only if the request asks for
+    logs (server-stateless at 2026-07-28: no ``logLevel`` in ``_meta``, no message)."""
+    await ctx.log("info", "test_logging_tool ran")
     return "Logging tool completed."
 
 
@@ -414,10 +372,10 @@ def _json_schema_tool(box: Toolbox) -> ToolSpec:
 
 
 def fixture_toolboxes() -> list[Toolbox]:
-    """The conformance fixture toolbox, new on every call (it changes its own tools).
+    """The conformance fixture toolboxes, new on every call (one changes its own tools).
 
     Returns:
-        One toolbox, ``conformance``.
+        ``conformance`` (the tools) and ``conformance_context`` (resources, prompts).
     """
     box = Toolbox(
         FIXTURE_TOOLBOX,
@@ -429,4 +387,7 @@ def fixture_toolboxes() -> list[Toolbox]:
     box.add(confirm_delete, destructive=True, idempotent=True)
     box.add(_ToolChanger(box).test_trigger_tool_change, read_only=False, destructive=False)
     box.add_spec(_json_schema_tool(box))
-    return [box]
+    # Imported here: the context fixture imports this module's sample media.
+    from callgate.mcp.fixture_context import context_toolboxes
+
+    return [box, *context_toolboxes()]

@@ -31,6 +31,7 @@ from starlette.requests import Request
 from callgate import __version__
 from callgate.contract import Principal
 from callgate.mcp import _wire
+from callgate.mcp._context import ContextHandlers
 from callgate.runtime.gate import Gate
 
 __all__ = [
@@ -48,8 +49,12 @@ _SESSION_HEADER = "mcp-session-id"
 
 
 def default_principal(gate: Gate, *, user: str = "local", tenant: str | None = "acme") -> Principal:
-    """A local principal holding every scope the gate's tools require (for the demo)."""
+    """A local principal holding every scope the gate's tools, resources and prompts
+    require (for the demo)."""
     scopes = {scope for spec in gate.tools() for scope in spec.scopes}
+    for box in gate.registry.toolboxes:
+        scopes.update(scope for resource in box.resources for scope in resource.scopes)
+        scopes.update(scope for prompt in box.prompts for scope in prompt.scopes)
     return Principal(user, tenant=tenant, scopes=scopes)
 
 
@@ -123,10 +128,19 @@ def build_server(
         session_id: the session of calls that carry none of their own (stdio:
             one process serves one conversation).
 
+    Resources and prompts of the toolboxes are served unprefixed, filtered by
+    ``principal`` like tools; their capabilities are advertised when some
+    toolbox declares any at build time. ``logging/setLevel`` is accepted and
+    its level kept.
+
     Raises:
-        ValueError: two exposed names would be the same.
+        ValueError: two exposed names (tools, resource URIs or prompt names)
+            would be the same.
     """
     names = WireNames(gate, unprefixed)
+    context = ContextHandlers(gate.registry, principal)
+    resources = context.has_resources
+    prompts = context.has_prompts
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
@@ -144,10 +158,11 @@ def build_server(
             params.arguments or {},
             principal=principal,
             session_id=_session_id(ctx) or session_id,
+            sink=_wire.RequestSink(ctx, logger=params.name, min_level=context.log_level),
         )
         return _wire.call_result(envelope, gate.registry.get(full))
 
-    return Server(
+    server = Server(
         name,
         version=__version__,
         title="callgate",
@@ -158,7 +173,21 @@ def build_server(
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=context.list_resources if resources else None,
+        on_list_resource_templates=context.list_resource_templates if resources else None,
+        on_read_resource=context.read_resource if resources else None,
+        on_subscribe_resource=context.subscribe if resources else None,
+        on_unsubscribe_resource=context.unsubscribe if resources else None,
+        on_list_prompts=context.list_prompts if prompts else None,
+        on_get_prompt=context.get_prompt if prompts else None,
+        on_completion=context.complete if resources or prompts else None,
     )
+    # Registered apart: the constructor's on_set_logging_level warns that logging
+    # is deprecated at 2026-07-28, but 2025-11-25 clients still send it.
+    server.add_request_handler(
+        "logging/setLevel", types.SetLevelRequestParams, context.set_logging_level
+    )
+    return server
 
 
 def _security(host: str) -> TransportSecuritySettings:

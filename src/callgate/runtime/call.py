@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from callgate.contract import Principal, ToolSpec
+from callgate.contract import Principal, ToolSink, ToolSpec
 from callgate.errors import ErrorKind, default_next_step
 from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status, Timing
 
@@ -75,6 +75,8 @@ class Call:
     session_id: str | None = None
     idempotency_key: str | None = None
     timeout: float | None = None
+    sink: ToolSink | None = None
+    """Where the running tool's progress and log messages go (its ToolContext)."""
     call_id: str = field(default_factory=lambda: new_id("call"))
     trace_id: str = field(default_factory=lambda: os.urandom(16).hex())
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))

@@ -13,7 +13,7 @@ from typing import Any, Self
 import platformdirs
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from callgate.contract import Principal, Toolbox, ToolSpec
+from callgate.contract import Principal, Toolbox, ToolSink, ToolSpec
 from callgate.runtime import pipeline
 from callgate.runtime.approvals import ApprovalError, Approvals
 from callgate.runtime.builtin import BUILTIN_TOOLBOX, builtin_toolbox
@@ -150,6 +150,7 @@ class Gate:
         idempotency_key: str | None = None,
         timeout: float | None = None,
         trace_id: str | None = None,
+        sink: ToolSink | None = None,
     ) -> Envelope:
         """Run one call through the chain and return its Envelope.
 
@@ -166,6 +167,8 @@ class Gate:
             idempotency_key: the same key (per tenant and tool) runs the tool once.
             timeout: seconds for this call; capped by ``Limits.max_timeout``.
             trace_id: to join an existing trace; a new one otherwise.
+            sink: receives the tool's progress and log messages while it runs
+                (``ToolContext.report_progress`` / ``log``); dropped without one.
         """
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
@@ -179,6 +182,7 @@ class Gate:
             session_id=session_id,
             idempotency_key=idempotency_key,
             timeout=timeout,
+            sink=sink,
         )
         if trace_id:
             call.trace_id = trace_id

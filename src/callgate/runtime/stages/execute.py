@@ -216,6 +216,7 @@ async def _attempt(call: Call, timeout: float, *, reported: float) -> Any:
         idempotency_key=call.idempotency_key,
         deadline=datetime.now(UTC) + timedelta(seconds=timeout),
         attempt=call.attempts,
+        sink=call.sink,
     )
     handler = spec.handler
     if spec.change is not None and spec.change.performer is not None:
