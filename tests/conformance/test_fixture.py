@@ -17,11 +17,14 @@ import pytest
 from callgate import ErrorKind, Gate, Policy, Principal, Rule, Status, Toolbox
 from callgate.config import GateConfig
 from callgate.contract import Content, Image, LogLevel
+from callgate.contract.context import ClientCannot, Elicitation, Root
 from callgate.mcp.fixture import (
     FIXTURE_TOOLBOX,
     FIXTURE_TOOLBOXES,
     JSON_SCHEMA_2020_12,
     LOG_MESSAGES,
+    SEP1034_DEFAULTS,
+    SEP1330_ENUMS,
     fixture_toolboxes,
 )
 from callgate.runtime.envelope import Envelope
@@ -50,6 +53,20 @@ SCENARIO_TOOLS = {
     "tasks-* (tool error)": "failing_job",
     "tasks-* (protocol error)": "protocol_error_job",
     "tasks-* (elicitation)": "confirm_delete",
+    "tools-call-sampling": "test_sampling",
+    "tools-call-elicitation": "test_elicitation",
+    "elicitation-sep1034-defaults": "test_elicitation_sep1034_defaults",
+    "elicitation-sep1330-enums": "test_elicitation_sep1330_enums",
+    "input-required-result-basic-elicitation": "test_input_required_result_elicitation",
+    "input-required-result-basic-sampling": "test_input_required_result_sampling",
+    "input-required-result-basic-list-roots": "test_input_required_result_list_roots",
+    "input-required-result-multi-round": "test_input_required_result_multi_round",
+    "input-required-result-request-state": "test_input_required_result_request_state",
+    "input-required-result-tampered-state": "test_input_required_result_tampered_state",
+    "input-required-result-capability-check": "test_input_required_result_capabilities",
+    "input-required-result-multiple-input-requests": "test_input_required_result_multiple_inputs",
+    "server-stateless (-32021)": "test_missing_capability",
+    "server-stateless (no requests on the stream)": "test_streaming_elicitation",
 }
 """Scenario -> the bare MCP tool name it calls."""
 
@@ -307,3 +324,96 @@ async def test_logging_tool_logs_so_the_server_must_hold_it_back(gate: Gate) -> 
     env = await gate.call(f"{FIXTURE_TOOLBOX}.test_logging_tool", {}, principal=CALLER, sink=sink)
     assert env.status is Status.OK
     assert sink.logs == [("info", "test_logging_tool ran")]
+
+
+class AskingSink(RecordingSink):
+    """A sink that can ask the client: answers every question, records the questions."""
+
+    def __init__(self, *, elicitation: bool = True) -> None:
+        super().__init__()
+        self.elicitation = elicitation
+        self.questions: list[tuple[str, Any]] = []
+
+    async def elicit(self, message: str, schema: Any, key: str | None) -> Elicitation:
+        if not self.elicitation:
+            raise ClientCannot("elicitation", "ask the user questions (elicitation)")
+        self.questions.append(("elicit", (message, dict(schema), key)))
+        return Elicitation("accept", {"name": "Ada", "username": "ada", "email": "a@x"})
+
+    async def sample(
+        self,
+        messages: Any,
+        max_tokens: int,
+        system_prompt: str | None,
+        temperature: float | None,
+        key: str | None,
+    ) -> str:
+        self.questions.append(("sample", (list(messages), max_tokens, key)))
+        return "Paris"
+
+    async def list_roots(self, key: str | None) -> list[Root]:
+        self.questions.append(("roots", key))
+        return [Root("file:///test/root", "Test Root")]
+
+
+async def ask(
+    gate: Gate, tool: str, sink: AskingSink, arguments: dict[str, Any] | None = None
+) -> Envelope:
+    return await gate.call(
+        f"{FIXTURE_TOOLBOX}.{tool}", arguments or {}, principal=CALLER, sink=sink
+    )
+
+
+async def test_sampling_sends_the_prompt_with_100_tokens(gate: Gate) -> None:
+    sink = AskingSink()
+    env = await ask(gate, "test_sampling", sink, {"prompt": "Test prompt"})
+    assert env.payload == "LLM response: Paris"
+    user = {"role": "user", "content": {"type": "text", "text": "Test prompt"}}
+    assert sink.questions == [("sample", ([user], 100, None))]
+
+
+async def test_elicitation_asks_for_username_and_email(gate: Gate) -> None:
+    sink = AskingSink()
+    env = await ask(gate, "test_elicitation", sink, {"message": "Who?"})
+    assert isinstance(env.payload, str) and env.payload.startswith("User response: action=accept")
+    ((kind, (message, schema, _key)),) = sink.questions
+    assert (kind, message, schema["required"]) == ("elicit", "Who?", ["username", "email"])
+
+
+async def test_the_sep_forms_are_sent_verbatim(gate: Gate) -> None:
+    sink = AskingSink()
+    await ask(gate, "test_elicitation_sep1034_defaults", sink)
+    await ask(gate, "test_elicitation_sep1330_enums", sink)
+    assert [q[1][1] for q in sink.questions] == [SEP1034_DEFAULTS, SEP1330_ENUMS]
+    defaults = SEP1034_DEFAULTS["properties"]
+    assert [defaults[k]["default"] for k in ("name", "age", "score", "status", "verified")] == [
+        "John Doe",
+        30,
+        95.5,
+        "active",
+        True,
+    ]
+
+
+async def test_input_required_tools_use_the_scenarios_keys(gate: Gate) -> None:
+    sink = AskingSink()
+    await ask(gate, "test_input_required_result_multiple_inputs", sink)
+    assert [(kind, q if kind == "roots" else q[-1]) for kind, q in sink.questions] == [
+        ("elicit", "user_name"),
+        ("sample", "greeting"),
+        ("roots", "client_roots"),
+    ]
+    env = await ask(gate, "test_input_required_result_request_state", sink)
+    assert isinstance(env.payload, str) and "state-ok" in env.payload
+
+
+async def test_the_capability_tool_does_without_elicitation(gate: Gate) -> None:
+    env = await ask(gate, "test_input_required_result_capabilities", AskingSink(elicitation=False))
+    assert env.payload == "no elicitation; Paris"
+
+
+async def test_asking_without_a_client_is_a_construction_error(gate: Gate) -> None:
+    env = await call(gate, "test_missing_capability")
+    assert env.status is not Status.OK and env.error is not None
+    assert env.error.kind is ErrorKind.CONSTRUCTION
+    assert env.error.message_for_model == "this client cannot sample its model (sampling)"

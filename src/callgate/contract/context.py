@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Annotated, Any, Literal, Protocol, TypeAlias, TypeVar, get_args
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    get_args,
+    runtime_checkable,
+)
 
 import anyio.from_thread
+
+from callgate.errors import ConstructionError, ErrorKind, ToolError
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +107,104 @@ class ToolSink(Protocol):
         ...
 
 
+ElicitAction: TypeAlias = Literal["accept", "decline", "cancel"]
+
+
+@dataclass(frozen=True)
+class Elicitation:
+    """The user's answer to :meth:`ToolContext.elicit`.
+
+    ``action`` is ``accept`` (``content`` holds the form's values), ``decline``
+    (the user said no) or ``cancel`` (the user dismissed the question).
+    """
+
+    action: ElicitAction
+    content: Mapping[str, Any] | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.action == "accept"
+
+
+@dataclass(frozen=True)
+class Root:
+    """A root the client exposes (a directory or other URI the user works in)."""
+
+    uri: str
+    name: str | None = None
+
+
+SamplingMessages: TypeAlias = str | Sequence[Mapping[str, Any]]
+"""What :meth:`ToolContext.sample` sends: one user text, or messages in MCP's JSON
+shape (``{"role": "user", "content": {"type": "text", "text": ...}}``)."""
+
+
+class ClientCannot(ConstructionError):
+    """The caller's client cannot do what the tool asked of it (answer a question,
+    sample its model, list its roots), or no client is attached at all.
+
+    A tool may catch it to do without; uncaught, the call fails with its message.
+    ``capability`` names the MCP client capability that is missing.
+    """
+
+    def __init__(self, capability: str, what: str) -> None:
+        super().__init__(
+            f"this client cannot {what}",
+            next_step="Do not retry with this client; ask the user directly instead.",
+        )
+        self.capability = capability
+
+
+class InputRequired(ToolError):
+    """Raised inside a tool when its question must first go to the client and the
+    call will be made again with the answer (MCP 2026-07-28 ``input_required``).
+
+    Tools should not catch it. A tool that asks questions runs again from the
+    start once they are answered, so it should ask before it changes anything.
+    """
+
+    kind = ErrorKind.BUSINESS_STATE
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The tool needs input from the client first; the client is asked and "
+            "the call is made again with the answer."
+        )
+
+
+@runtime_checkable
+class ClientRequests(Protocol):
+    """A sink that can also ask the caller's client: a user (elicitation), its
+    model (sampling) or its roots. Raise :class:`ClientCannot` when it cannot."""
+
+    async def elicit(
+        self, message: str, schema: Mapping[str, Any], key: str | None
+    ) -> Elicitation: ...
+
+    async def sample(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        max_tokens: int,
+        system_prompt: str | None,
+        temperature: float | None,
+        key: str | None,
+    ) -> str: ...
+
+    async def list_roots(self, key: str | None) -> list[Root]: ...
+
+
+def _client(sink: ToolSink | None, capability: str, what: str) -> ClientRequests:
+    if isinstance(sink, ClientRequests):
+        return sink
+    raise ClientCannot(capability, what)
+
+
+def _messages(messages: SamplingMessages) -> list[Mapping[str, Any]]:
+    if isinstance(messages, str):
+        return [{"role": "user", "content": {"type": "text", "text": messages}}]
+    return list(messages)
+
+
 async def _deliver(what: str, send: Callable[[], Awaitable[None]]) -> None:
     try:
         await send()
@@ -111,6 +220,13 @@ class ToolContext:
     and notifications/message) when it passed a sink; otherwise they go nowhere.
     Async tools await :meth:`report_progress` and :meth:`log`; sync tools, which run
     in a worker thread, use :meth:`report_progress_sync` and :meth:`log_sync`.
+
+    A tool may also ask the caller's client: its user (:meth:`elicit`), its model
+    (:meth:`sample`) or its roots (:meth:`list_roots`); several at once with
+    :meth:`ask_all`; sync tools use the ``_sync`` variants. Without a client that
+    can, these raise :class:`ClientCannot`. Over MCP 2026-07-28 a tool that asks
+    runs again from the start once the client answers, so ask before changing
+    anything, and ask the same questions in the same order.
     """
 
     call_id: str
@@ -149,6 +265,108 @@ class ToolContext:
         sink = self.sink
         if sink is not None:
             await _deliver("log message", lambda: sink.log(level, message, data))
+
+    async def elicit(
+        self, message: str, schema: Mapping[str, Any], *, key: str | None = None
+    ) -> Elicitation:
+        """Ask the user a question through the client (MCP elicitation, form mode).
+
+        Args:
+            message: what to ask, shown to the user.
+            schema: a flat JSON Schema object of the form's fields (strings,
+                numbers, booleans, enums), as MCP elicitation allows.
+            key: a stable name for the question within this tool (MCP 2026-07-28
+                ``inputRequests`` key); by default its position among the questions.
+
+        Raises:
+            ClientCannot: no client is attached, or it cannot ask its user.
+        """
+        client = _client(self.sink, "elicitation", "ask the user questions (elicitation)")
+        return await client.elicit(message, schema, key)
+
+    async def sample(
+        self,
+        messages: SamplingMessages,
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        key: str | None = None,
+    ) -> str:
+        """Have the client's model answer ``messages`` (MCP sampling); its text.
+
+        Raises:
+            ClientCannot: no client is attached, or it cannot sample its model.
+        """
+        client = _client(self.sink, "sampling", "sample its model (sampling)")
+        return await client.sample(_messages(messages), max_tokens, system_prompt, temperature, key)
+
+    async def ask_all(self, *questions: Awaitable[Any]) -> list[Any]:
+        """Ask several questions at once: their answers, in order.
+
+        ``questions`` are calls of :meth:`elicit`, :meth:`sample` and
+        :meth:`list_roots`, not yet awaited. Where the client answers
+        questions in rounds (MCP 2026-07-28), all the unanswered ones go out in
+        one round instead of one round each.
+
+        Raises:
+            ClientCannot: the client cannot answer one of them.
+        """
+        answers: list[Any] = []
+        waiting = False
+        for index, question in enumerate(questions):
+            try:
+                answers.append(await question)
+            except InputRequired:
+                waiting = True
+                answers.append(None)
+            except BaseException:
+                for unasked in questions[index + 1 :]:
+                    if isinstance(unasked, Coroutine):
+                        unasked.close()  # never awaited: no warning
+                raise
+        if waiting:
+            raise InputRequired()
+        return answers
+
+    async def list_roots(self, *, key: str | None = None) -> list[Root]:
+        """The roots the client exposes (MCP roots/list).
+
+        Raises:
+            ClientCannot: no client is attached, or it does not expose roots.
+        """
+        client = _client(self.sink, "roots", "list its roots (roots)")
+        return await client.list_roots(key)
+
+    def elicit_sync(
+        self, message: str, schema: Mapping[str, Any], *, key: str | None = None
+    ) -> Elicitation:
+        """:meth:`elicit` for a sync tool (called from its worker thread)."""
+        return anyio.from_thread.run(lambda: self.elicit(message, schema, key=key))
+
+    def sample_sync(
+        self,
+        messages: SamplingMessages,
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        key: str | None = None,
+    ) -> str:
+        """:meth:`sample` for a sync tool (called from its worker thread)."""
+        return anyio.from_thread.run(
+            lambda: self.sample(
+                messages,
+                max_tokens=max_tokens,
+                system_prompt=system_prompt,
+                temperature=temperature,
+                key=key,
+            )
+        )
+
+    def list_roots_sync(self, *, key: str | None = None) -> list[Root]:
+        """:meth:`list_roots` for a sync tool (called from its worker thread)."""
+        return anyio.from_thread.run(lambda: self.list_roots(key=key))
 
     def report_progress_sync(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -18,11 +18,14 @@ Example:
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable
 from typing import Any
 
 import mcp_types as types
+from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -32,6 +35,8 @@ from callgate import __version__
 from callgate.contract import Principal
 from callgate.mcp import _wire
 from callgate.mcp._context import ContextHandlers
+from callgate.mcp._input import ClientInputSink, ReplayGuard
+from callgate.runtime.envelope import Status
 from callgate.runtime.gate import Gate
 
 __all__ = [
@@ -112,6 +117,7 @@ def build_server(
     name: str = "callgate",
     unprefixed: Iterable[str] = (),
     session_id: str | None = None,
+    request_state: RequestStateSecurity | None = None,
 ) -> Server[Any]:
     """An MCP server whose tools are the gate's, called as ``principal``.
 
@@ -127,17 +133,31 @@ def build_server(
             and Envelopes keep the full names.
         session_id: the session of calls that carry none of their own (stdio:
             one process serves one conversation).
+        request_state: how the ``requestState`` of 2026-07-28 ``input_required``
+            results is sealed (the SDK's policy); by default a key made now and
+            held by this process only, so with several replicas pass
+            ``RequestStateSecurity(keys=[shared secret])``. States are bound to
+            the server's principal.
 
     Resources and prompts of the toolboxes are served unprefixed, filtered by
     ``principal`` like tools; their capabilities are advertised when some
     toolbox declares any at build time. ``logging/setLevel`` is accepted and
     its level kept.
 
+    A tool that asks the client something (``ToolContext.elicit``, ``sample``,
+    ``list_roots``) does so with server-to-client requests at 2025-11-25 and
+    with ``input_required`` results at 2026-07-28 (see :mod:`callgate.mcp._input`).
+
     Raises:
         ValueError: two exposed names (tools, resource URIs or prompt names)
             would be the same.
     """
     names = WireNames(gate, unprefixed)
+    binding = f"{principal.tenant or ''}/{principal.user}"
+    security = request_state or RequestStateSecurity(
+        keys=[secrets.token_bytes(32)], bind_principal=lambda _ctx: binding
+    )
+    replay = ReplayGuard(security.ttl)
     context = ContextHandlers(gate.registry, principal)
     resources = context.has_resources
     prompts = context.has_prompts
@@ -151,15 +171,29 @@ def build_server(
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         full = names.full(params.name)
+        sink = ClientInputSink(
+            ctx, logger=params.name, min_level=context.log_level, params=params, replay=replay
+        )
         envelope = await gate.call(
             full,
             params.arguments or {},
             principal=principal,
             session_id=_session_id(ctx) or session_id,
-            sink=_wire.RequestSink(ctx, logger=params.name, min_level=context.log_level),
+            sink=sink,
         )
+        if sink.input_required and envelope.status is not Status.OK:
+            if sink.stopped_for == "capability":
+                raise MCPError(
+                    types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    f"{params.name} needs the client capabilities {sorted(sink.missing)}",
+                    {"requiredCapabilities": sink.missing},
+                )
+            if sink.stopped_for == "input":
+                return types.InputRequiredResult(
+                    input_requests=sink.pending, request_state=sink.request_state()
+                )
         return _wire.call_result(envelope, gate.registry.get(full))
 
     server = Server(
@@ -182,6 +216,8 @@ def build_server(
         on_get_prompt=context.get_prompt if prompts else None,
         on_completion=context.complete if resources or prompts else None,
     )
+    # Seals outgoing requestState and verifies (and unseals) what clients echo.
+    server.middleware.append(RequestStateBoundary(security, default_audience=name))
     # Registered apart: the constructor's on_set_logging_level warns that logging
     # is deprecated at 2026-07-28, but 2025-11-25 clients still send it.
     server.add_request_handler(
