@@ -19,8 +19,8 @@ BUILTIN_TOOLBOX = "callgate"
 
 
 class ResultPage(BaseModel):
-    items: Any
-    """The next part of the result: list items, or a slice of the JSON text."""
+    items: list[Any] | str
+    """The next part of the result: list items, or a slice of the (JSON) text."""
     unit: str
     offset: int
     shown: int
