@@ -31,13 +31,13 @@ import pytest
 from anyio.abc import Process
 
 from callgate.mcp.fixture import FIXTURE_TOOLBOX, FIXTURE_TOOLBOXES
+from tests.npm import install
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "conformance.sh"
 BASELINE = ROOT / "conformance" / "expected-failures.yml"
 SPEC_VERSIONS = ("2025-11-25", "2026-07-28")
 ALLOW_STALE = "CALLGATE_CONFORMANCE_ALLOW_STALE"
-INSTALL_TIMEOUT = 900  # seconds: a cold npm install of Node 22 and the suite
 RUN_TIMEOUT = 600  # seconds: both suites take seconds; a hung scenario times out at 30 s
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -91,18 +91,7 @@ def _failing_checks(results: Path) -> list[str]:
 @pytest.fixture(scope="session")
 def suite_installed() -> None:
     """Node 22 and the suite, installed once (the script locks against other installs)."""
-    try:
-        done = subprocess.run(
-            ["bash", str(SCRIPT), "install"],
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"installing the conformance suite took over {INSTALL_TIMEOUT} s")
-    if done.returncode != 0:
-        pytest.fail(f"installing the conformance suite failed:\n{done.stdout}\n{done.stderr}")
+    install(SCRIPT, "the conformance suite")
 
 
 @asynccontextmanager

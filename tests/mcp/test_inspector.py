@@ -22,13 +22,14 @@ from typing import Any
 
 import pytest
 
+from tests.npm import install
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "inspector.sh"
 SERVE = [sys.executable, "-m", "callgate", "serve"]
 ERAS = ("legacy", "modern")
-INSTALL_TIMEOUT = 900  # seconds: a cold npm install of Node 22 and the Inspector
 CALL_TIMEOUT = 90  # seconds for one Inspector run (it connects within 15 s or fails)
 DEMO_TOOLS = {"ops.campaigns_find", "ops.budget_change_preview", "ops.notes_read"}
 AUTUMN = {"C-101", "C-102", "C-103"}
@@ -37,18 +38,7 @@ AUTUMN = {"C-101", "C-102", "C-103"}
 @pytest.fixture(scope="session")
 def inspector_installed() -> None:
     """Node 22 and the Inspector, installed once (the script locks against other installs)."""
-    try:
-        done = subprocess.run(
-            ["bash", str(SCRIPT), "install"],
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"installing the MCP Inspector took over {INSTALL_TIMEOUT} s")
-    if done.returncode != 0:
-        pytest.fail(f"installing the MCP Inspector failed:\n{done.stdout}\n{done.stderr}")
+    install(SCRIPT, "the MCP Inspector")
 
 
 @pytest.fixture
