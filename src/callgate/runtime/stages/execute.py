@@ -6,13 +6,14 @@ import asyncio
 import functools
 import random
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
 
-from callgate.contract import ToolContext
+from callgate.contract import ToolContext, ToolSink
+from callgate.contract.context import ClientRequests, Elicitation, LogLevel, Root
 from callgate.errors import ErrorKind, ToolError, TransientError
 from callgate.runtime import approvals, changes, idempotency
 from callgate.runtime.call import Call
@@ -91,7 +92,9 @@ async def execute(call: Call) -> Envelope | None:
     while True:
         call.attempts += 1
         attempt_timeout = min(timeout, hard_deadline - loop.time())
-        outcome = await _attempt(call, attempt_timeout, reported=timeout)
+        outcome = await _attempt(
+            call, attempt_timeout, reported=timeout, hard_deadline=hard_deadline
+        )
         if not isinstance(outcome, _Failure):
             call.payload = outcome
             if spec.change is not None and spec.change.role == "preview":
@@ -166,6 +169,59 @@ class _Unresponsive(Exception):
     pass
 
 
+class _ExtendingSink:
+    """The tool's sink, plus: each progress report extends the attempt's deadline.
+
+    A tool that keeps reporting progress is working, not hung: its deadline
+    moves to a full timeout after the report, never past the call's hard maximum
+    (``ToolContext.deadline`` still shows the first one). The count of extensions
+    is kept in the audit detail (``deadline_extended``).
+    """
+
+    def __init__(self, inner: ToolSink | None, extend: Callable[[], None]) -> None:
+        self._inner = inner
+        self._extend = extend
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self._extend()
+        if self._inner is not None:
+            await self._inner.progress(progress, total, message)
+
+    async def log(self, level: LogLevel, message: str, data: Any) -> None:
+        if self._inner is not None:
+            await self._inner.log(level, message, data)
+
+
+class _ExtendingClientSink(_ExtendingSink):
+    """:class:`_ExtendingSink` for a sink that can also ask the client."""
+
+    def __init__(self, inner: ToolSink, client: ClientRequests, extend: Callable[[], None]) -> None:
+        super().__init__(inner, extend)
+        self._client = client
+
+    async def elicit(self, message: str, schema: Mapping[str, Any], key: str | None) -> Elicitation:
+        return await self._client.elicit(message, schema, key)
+
+    async def sample(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        max_tokens: int,
+        system_prompt: str | None,
+        temperature: float | None,
+        key: str | None,
+    ) -> str:
+        return await self._client.sample(messages, max_tokens, system_prompt, temperature, key)
+
+    async def list_roots(self, key: str | None) -> list[Root]:
+        return await self._client.list_roots(key)
+
+
+def _extending(sink: ToolSink | None, extend: Callable[[], None]) -> ToolSink:
+    if isinstance(sink, ClientRequests):
+        return _ExtendingClientSink(sink, sink, extend)
+    return _ExtendingSink(sink, extend)
+
+
 async def _run_in_thread(call: Call, fn: Callable[[], Any]) -> Any:
     """Run a sync tool in a worker thread; count the threads it abandons.
 
@@ -204,9 +260,23 @@ async def _run_in_thread(call: Call, fn: Callable[[], Any]) -> Any:
         raise
 
 
-async def _attempt(call: Call, timeout: float, *, reported: float) -> Any:
+async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline: float) -> Any:
     spec = call.spec
     assert spec is not None
+    loop = asyncio.get_running_loop()
+    deadline = asyncio.timeout(timeout)
+
+    def extend() -> None:
+        when = min(loop.time() + reported, hard_deadline)
+        current = deadline.when()
+        if current is None or when <= current:
+            return
+        try:
+            deadline.reschedule(when)
+        except RuntimeError:  # it has already expired: too late to extend
+            return
+        call.detail["deadline_extended"] = call.detail.get("deadline_extended", 0) + 1
+
     ctx = ToolContext(
         call_id=call.call_id,
         trace_id=call.trace_id,
@@ -216,14 +286,14 @@ async def _attempt(call: Call, timeout: float, *, reported: float) -> Any:
         idempotency_key=call.idempotency_key,
         deadline=datetime.now(UTC) + timedelta(seconds=timeout),
         attempt=call.attempts,
-        sink=call.sink,
+        sink=_extending(call.sink, extend),
     )
     handler = spec.handler
     if spec.change is not None and spec.change.performer is not None:
         # The apply tool's own signature is just the preview id.
         handler = spec.change.performer.handler
     try:
-        async with asyncio.timeout(timeout):
+        async with deadline:
             if handler.is_async:
                 return await handler.invoke(call.prepared, call.injected, ctx)
             return await _run_in_thread(
@@ -249,10 +319,16 @@ async def _attempt(call: Call, timeout: float, *, reported: float) -> Any:
     except TimeoutError:
         call.detail.setdefault("errors", []).append(f"timeout after {timeout:g}s")
         timeout = reported
+        within = f"within {timeout:g} seconds"
+        if call.detail.get("deadline_extended"):
+            limit = call.services.limits.max_timeout
+            within = (
+                f"in time ({timeout:g} seconds after its last progress report, {limit:g} at most)"
+            )
         if spec.retry_safe:
             return _Failure(
                 ErrorKind.TRANSIENT,
-                f"{spec.name} did not answer within {timeout:g} seconds.",
+                f"{spec.name} did not answer {within}.",
                 stuck=not handler.is_async,
                 next_step="Try again in a moment; if it keeps timing out, narrow the request.",
             )
@@ -263,8 +339,7 @@ async def _attempt(call: Call, timeout: float, *, reported: float) -> Any:
         )
         return _Failure(
             ErrorKind.UNKNOWN_OUTCOME,
-            f"{spec.name} did not answer within {timeout:g} seconds. The change may or may "
-            "not have been made.",
+            f"{spec.name} did not answer {within}. The change may or may not have been made.",
             next_step=f"Do not retry. First {check} to see whether the change happened.",
         )
     except Exception as exc:
