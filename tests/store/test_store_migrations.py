@@ -29,6 +29,7 @@ TABLES = {
     "previews",
     "results",
     "session_taints",
+    "tasks",
 }
 
 

@@ -20,7 +20,14 @@ from uvicorn.server import HANDLED_SIGNALS
 
 from callgate.cli._common import CliError, StoreOption, cli_errors, opened, split_list
 from callgate.contract import Principal
-from callgate.mcp import LOOPBACK_HOSTS, MCP_PATH, build_server, run_stdio, streamable_http_app
+from callgate.mcp import (
+    LOOPBACK_HOSTS,
+    MCP_PATH,
+    build_server,
+    run_stdio,
+    streamable_http_app,
+    tasks,
+)
 from callgate.runtime.gate import Gate
 
 DEFAULT_HOST = "127.0.0.1"
@@ -134,7 +141,18 @@ def serve(
 
 async def _serve_stdio(gate: Gate, server: Server[Any]) -> None:
     async with opened(gate):
-        await run_stdio(server)
+        try:
+            await run_stdio(server)
+        finally:
+            await _stop_tasks(server)
+
+
+async def _stop_tasks(server: Server[Any]) -> None:
+    """Stop background task calls before the gate closes (they are then recorded as
+    outcome unknown, and read as failed once a server starts over the same store)."""
+    runner = tasks.runner_of(server)
+    if runner is not None:
+        await runner.aclose()
 
 
 class _Uvicorn(uvicorn.Server):
@@ -173,4 +191,7 @@ async def _serve_http(gate: Gate, mcp_server: Server[Any], *, host: str, port: i
             shown = f"[{host}]" if ":" in host else host
             print(f"callgate: serving MCP at http://{shown}:{bound}{MCP_PATH}", file=sys.stderr)
             sys.stderr.flush()
-            await server.serve(sockets=[sock])
+            try:
+                await server.serve(sockets=[sock])
+            finally:
+                await _stop_tasks(mcp_server)

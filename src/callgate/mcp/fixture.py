@@ -23,8 +23,10 @@ What a toolbox expresses here, per scenario (both spec versions unless noted):
 - Tasks extension fixtures (``tasks-*``, optional): ``greet``, ``slow_compute``,
   ``failing_job`` (a tool execution error), ``protocol_error_job`` (an unexpected
   exception, to become a failed task) and ``confirm_delete`` (destructive: a policy
-  that requires approval makes the server elicit). Whether a tool runs as a task
-  (``taskSupport``) is not part of the callgate contract yet.
+  that requires approval makes the server elicit). ``slow_compute`` and
+  ``protocol_error_job`` carry the ``task`` tag (they run as tasks where the client
+  declares the extension), ``failing_job`` the ``task:required`` tag (only as a task;
+  see :mod:`callgate.mcp.tasks`).
 - Content results (``Content``, sent as MCP content blocks): ``tools-call-image``,
   ``tools-call-audio``, ``tools-call-embedded-resource``, ``tools-call-mixed-content``.
 - Asking the client through ``ToolContext.elicit`` / ``sample`` / ``list_roots`` (the
@@ -89,6 +91,7 @@ from callgate.contract import (
 from callgate.contract.context import ClientCannot
 from callgate.contract.function import spec_from_function
 from callgate.errors import BusinessStateError
+from callgate.mcp.tasks import TASK_REQUIRED_TAG, TASK_TAG
 
 __all__ = [
     "FIXTURE_TOOLBOX",
@@ -558,8 +561,6 @@ _READ_ONLY = (
     test_reconnection,
     test_custom_header,
     greet,
-    failing_job,
-    protocol_error_job,
 )
 
 
@@ -595,7 +596,11 @@ def fixture_toolboxes() -> list[Toolbox]:
         box.add(fn, read_only=True, idempotent=True)
     for asks in _ASKS_CLIENT:
         box.add(asks, read_only=True)
-    box.add(slow_compute, read_only=True, idempotent=True, timeout=120.0)
+    # Tagged to run as tasks where the client declares the Tasks extension.
+    tasks = [TASK_TAG]
+    box.add(slow_compute, read_only=True, idempotent=True, timeout=120.0, tags=tasks)
+    box.add(failing_job, read_only=True, idempotent=True, tags=[TASK_REQUIRED_TAG])
+    box.add(protocol_error_job, read_only=True, idempotent=True, tags=tasks)
     box.add(confirm_delete, destructive=True, idempotent=True)
     box.add(_ToolChanger(box).test_trigger_tool_change, read_only=False, destructive=False)
     box.add_spec(_json_schema_tool(box))

@@ -18,16 +18,23 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import secrets
 from collections.abc import Iterable
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp import MCPError
-from mcp.server import Server, ServerRequestContext
+from mcp.server import InitializationOptions, NotificationOptions, Server, ServerRequestContext
+from mcp.server.connection import Connection
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.requests import Request
 
@@ -36,6 +43,7 @@ from callgate.contract import Principal
 from callgate.mcp import _wire
 from callgate.mcp._context import ContextHandlers
 from callgate.mcp._input import ClientInputSink, ReplayGuard
+from callgate.mcp.tasks import TaskRunner
 from callgate.runtime.envelope import Status
 from callgate.runtime.gate import Gate
 
@@ -51,6 +59,8 @@ __all__ = [
 MCP_PATH = "/mcp"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 _SESSION_HEADER = "mcp-session-id"
+
+logger = logging.getLogger(__name__)
 
 
 def default_principal(gate: Gate, *, user: str = "local", tenant: str | None = "acme") -> Principal:
@@ -102,6 +112,129 @@ class WireNames:
         return self._bare.get(wire, wire)
 
 
+class ToolListChanges:
+    """Tells connected clients that the tool list changed (``Toolbox.on_change``).
+
+    2025-11-25 connections get ``notifications/tools/list_changed`` on their
+    standalone channel (the stdio pipe, the Streamable HTTP GET stream): each is
+    remembered from its ``notifications/initialized`` until it closes. 2026-07-28
+    clients open a ``subscriptions/listen`` stream (the SDK's :class:`ListenHandler`)
+    and get the event there. A burst of changes sends one notification.
+
+    Toolboxes may change from any thread; the notification is sent on the
+    event loop that serves the clients.
+    """
+
+    def __init__(self) -> None:
+        self.bus = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self.bus)
+        self._sessions: dict[int, ServerSession] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._scheduled = False
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def initialized(
+        self, ctx: ServerRequestContext[Any, Any], params: types.NotificationParams
+    ) -> None:
+        """``notifications/initialized``: remember the connection until it closes."""
+        self._serving()
+        session = ctx.session
+        key = id(session)
+        self._sessions[key] = session
+        # The SDK gives handlers no public handle on the connection; its exit
+        # stack is the one place that knows when the connection ends.
+        connection = getattr(session, "_connection", None)
+        if isinstance(connection, Connection):
+            connection.exit_stack.callback(self._sessions.pop, key, None)
+
+    async def listen(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        """``subscriptions/listen`` (2026-07-28): one stream of change events."""
+        self._serving()
+        return await self._listen(ctx, params)
+
+    def _serving(self) -> None:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new loop: nothing is scheduled on it yet
+            self._loop = loop
+            self._scheduled = False
+
+    def changed(self, _box: object = None) -> None:
+        """A toolbox changed: notify every connected client (soon, on its loop)."""
+        loop = self._loop
+        if loop is None or not loop.is_running() or self._scheduled:
+            return
+        self._scheduled = True
+        try:
+            loop.call_soon_threadsafe(self._spawn)
+        except RuntimeError:  # the loop closed meanwhile: nobody left to tell
+            self._scheduled = False
+
+    def _spawn(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._notify())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _notify(self) -> None:
+        self._scheduled = False
+        await self.bus.publish(ToolsListChanged())
+        for key, session in list(self._sessions.items()):
+            try:
+                await session.send_tool_list_changed()
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._sessions.pop(key, None)
+            except Exception:  # advisory: one broken client must not stop the others
+                logger.debug("tools/list_changed not delivered", exc_info=True)
+
+
+class _Server(Server[Any]):
+    """The SDK's server, advertising the list changes callgate announces: tools
+    only, at both protocol versions.
+
+    At 2026-07-28 the SDK derives every ``listChanged`` flag and
+    ``resources.subscribe`` from ``subscriptions/listen`` being served; prompt
+    and resource changes are not published, so they are not claimed.
+    """
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        capabilities = super().get_capabilities(
+            notification_options,
+            experimental_capabilities,
+            extensions,
+            protocol_version=protocol_version,
+        )
+        if protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return capabilities
+        update: dict[str, Any] = {}
+        if capabilities.prompts is not None:
+            update["prompts"] = capabilities.prompts.model_copy(update={"list_changed": False})
+        if capabilities.resources is not None:
+            update["resources"] = capabilities.resources.model_copy(
+                update={"list_changed": False, "subscribe": False}
+            )
+        return capabilities.model_copy(update=update)
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
 def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
     """The Streamable HTTP session id of a 2025-11-25 connection; None elsewhere."""
     request = ctx.request
@@ -147,6 +280,11 @@ def build_server(
     A tool that asks the client something (``ToolContext.elicit``, ``sample``,
     ``list_roots``) does so with server-to-client requests at 2025-11-25 and
     with ``input_required`` results at 2026-07-28 (see :mod:`callgate.mcp._input`).
+
+    When a served toolbox gains or loses a tool, clients are told
+    (``tools.listChanged``, see :class:`ToolListChanges`). A cancelled request
+    (``notifications/cancelled``, or a closed 2026-07-28 response stream) is
+    cancelled by the SDK; the gate records the call before the cancellation goes on.
 
     Raises:
         ValueError: two exposed names (tools, resource URIs or prompt names)
@@ -196,7 +334,11 @@ def build_server(
                 )
         return _wire.call_result(envelope, gate.registry.get(full))
 
-    server = Server(
+    changes = ToolListChanges()
+    for box in gate.registry.toolboxes:
+        box.on_change(changes.changed)
+
+    server = _Server(
         name,
         version=__version__,
         title="callgate",
@@ -215,13 +357,19 @@ def build_server(
         on_list_prompts=context.list_prompts if prompts else None,
         on_get_prompt=context.get_prompt if prompts else None,
         on_completion=context.complete if resources or prompts else None,
+        on_subscriptions_listen=changes.listen,
     )
     # Seals outgoing requestState and verifies (and unseals) what clients echo.
     server.middleware.append(RequestStateBoundary(security, default_audience=name))
+    # Task-tagged tools run as durable tasks where the client declares the extension.
+    TaskRunner(gate, principal=principal, wire_to_full=names.full).install(server)
     # Registered apart: the constructor's on_set_logging_level warns that logging
     # is deprecated at 2026-07-28, but 2025-11-25 clients still send it.
     server.add_request_handler(
         "logging/setLevel", types.SetLevelRequestParams, context.set_logging_level
+    )
+    server.add_notification_handler(
+        "notifications/initialized", types.NotificationParams, changes.initialized
     )
     return server
 

@@ -149,6 +149,37 @@ class PreviewRecord:
     approval_id: str | None = None
 
 
+TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+"""Where a long-running call (an MCP task) is; the last three are terminal."""
+
+ACTIVE_TASK_STATUSES: tuple[TaskStatus, ...] = ("working", "input_required")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """A call running in the background for a caller (the MCP Tasks extension).
+
+    ``owner`` names the process running it; a task still active when its owner is
+    gone is failed by :meth:`Store.abandon_tasks` (its outcome is unknown).
+    ``result`` is the wire result of a ``completed`` task, ``error`` the
+    ``{code, message}`` of a ``failed`` one.
+    """
+
+    id: str
+    tool: str
+    user: str
+    tenant: str | None
+    owner: str
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+    status: TaskStatus = "working"
+    message: str | None = None
+    call_id: str | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
 @runtime_checkable
 class Store(Protocol):
     """Persistence used by the gate. All methods are safe under concurrency."""
@@ -268,3 +299,28 @@ class Store(Protocol):
 
     async def session_taints(self, session_id: str) -> dict[str, str]:
         """``{taint: first tool that brought it}`` for the session."""
+
+    # tasks --------------------------------------------------------------------
+    async def create_task(self, record: TaskRecord) -> None:
+        """Insert a task. ``id`` is unique."""
+
+    async def get_task(self, task_id: str) -> TaskRecord | None:
+        """The task whatever its state (callers check ``expires_at``); None if unknown."""
+
+    async def finish_task(
+        self,
+        task_id: str,
+        *,
+        status: TaskStatus,
+        at: datetime,
+        message: str | None = None,
+        call_id: str | None = None,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> bool:
+        """Move an active task (``working`` or ``input_required``) to ``status``
+        atomically; True for exactly one caller (a task ends once)."""
+
+    async def abandon_tasks(self, *, owner_not: str, at: datetime, message: str) -> int:
+        """Fail every active task whose owner is not ``owner_not`` (its process
+        died); returns how many."""

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from anyio.lowlevel import checkpoint
 
 from callgate.store.base import (
+    ACTIVE_TASK_STATUSES,
     ApprovalRecord,
     ApprovalState,
     AuditRecord,
@@ -24,6 +25,8 @@ from callgate.store.base import (
     PreviewRecord,
     StoredResult,
     Taint,
+    TaskRecord,
+    TaskStatus,
 )
 
 __all__ = ["MemoryStore"]
@@ -55,6 +58,7 @@ class MemoryStore:
         self._approvals: dict[str, ApprovalRecord] = {}
         self._previews: dict[str, PreviewRecord] = {}
         self._taints: dict[str, dict[str, str]] = {}
+        self._tasks: dict[str, TaskRecord] = {}
 
     async def __aenter__(self) -> MemoryStore:
         await self.open()
@@ -289,6 +293,65 @@ class MemoryStore:
     async def session_taints(self, session_id: str) -> dict[str, str]:
         await checkpoint()
         return dict(self._taints.get(session_id, {}))
+
+    # tasks --------------------------------------------------------------------
+    async def create_task(self, record: TaskRecord) -> None:
+        await checkpoint()
+        if record.id in self._tasks:
+            raise ValueError(f"task {record.id!r} exists already")
+        self._tasks[record.id] = replace(
+            record, result=_json(record.result), error=_json(record.error)
+        )
+
+    async def get_task(self, task_id: str) -> TaskRecord | None:
+        await checkpoint()
+        record = self._tasks.get(task_id)
+        if record is None:
+            return None
+        return replace(record, result=_json(record.result), error=_json(record.error))
+
+    async def finish_task(
+        self,
+        task_id: str,
+        *,
+        status: TaskStatus,
+        at: datetime,
+        message: str | None = None,
+        call_id: str | None = None,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> bool:
+        await checkpoint()
+        record = self._tasks.get(task_id)
+        if record is None or record.status not in ACTIVE_TASK_STATUSES:
+            return False
+        self._tasks[task_id] = replace(
+            record,
+            status=status,
+            updated_at=at,
+            message=message,
+            call_id=call_id,
+            result=_json(result),
+            error=_json(error),
+        )
+        return True
+
+    async def abandon_tasks(self, *, owner_not: str, at: datetime, message: str) -> int:
+        await checkpoint()
+        abandoned = [
+            record
+            for record in self._tasks.values()
+            if record.status in ACTIVE_TASK_STATUSES and record.owner != owner_not
+        ]
+        for record in abandoned:
+            self._tasks[record.id] = replace(
+                record,
+                status="failed",
+                updated_at=at,
+                message=message,
+                error={"code": -32603, "message": message},
+            )
+        return len(abandoned)
 
 
 def _copy_approval(record: ApprovalRecord) -> ApprovalRecord:

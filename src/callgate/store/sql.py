@@ -31,6 +31,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from callgate.store.base import (
+    ACTIVE_TASK_STATUSES,
     ApprovalRecord,
     ApprovalState,
     AuditRecord,
@@ -38,6 +39,8 @@ from callgate.store.base import (
     PreviewRecord,
     StoredResult,
     Taint,
+    TaskRecord,
+    TaskStatus,
 )
 from callgate.store.engine import (
     BEGIN_OPTION,
@@ -60,10 +63,12 @@ from callgate.store.tables import (
     previews,
     results,
     session_taints,
+    tasks,
 )
 
 __all__ = ["SQLStore", "SQLiteSynchronous", "create_engine", "normalize_url"]
 
+_INTERNAL_ERROR = -32603  # JSON-RPC "internal error": how an abandoned task failed
 _AUDIT_FIELDS = tuple(f.name for f in fields(AuditRecord) if f.name != "seq")
 
 
@@ -538,6 +543,67 @@ class SQLStore:
         )
         async with self._begin(write=False) as conn:
             return dict((await conn.execute(stmt)).all())
+
+    # tasks --------------------------------------------------------------------
+    async def create_task(self, record: TaskRecord) -> None:
+        """Insert a task.
+
+        Raises:
+            ValueError: A task with this ``id`` exists already.
+        """
+        row = {f.name: getattr(record, f.name) for f in fields(TaskRecord)}
+        for name in ("created_at", "updated_at", "expires_at"):
+            row[name] = as_utc(row[name])
+        await self._insert_once(tasks, row, f"task {record.id!r} exists already")
+
+    async def get_task(self, task_id: str) -> TaskRecord | None:
+        """The task whatever its state (callers check ``expires_at``); None if unknown."""
+        stmt = select(tasks).where(tasks.c.id == task_id)
+        async with self._begin(write=False) as conn:
+            row = (await conn.execute(stmt)).first()
+        return None if row is None else TaskRecord(**row._asdict())
+
+    async def finish_task(
+        self,
+        task_id: str,
+        *,
+        status: TaskStatus,
+        at: datetime,
+        message: str | None = None,
+        call_id: str | None = None,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> bool:
+        """Move an active task to ``status`` atomically; True for exactly one caller."""
+        stmt = (
+            update(tasks)
+            .where(tasks.c.id == task_id, tasks.c.status.in_(ACTIVE_TASK_STATUSES))
+            .values(
+                status=status,
+                updated_at=as_utc(at),
+                message=message,
+                call_id=call_id,
+                result=result,
+                error=error,
+            )
+        )
+        async with self._begin(write=True) as conn:
+            return (await conn.execute(stmt)).rowcount == 1
+
+    async def abandon_tasks(self, *, owner_not: str, at: datetime, message: str) -> int:
+        """Fail every active task of another owner (its process died); how many."""
+        stmt = (
+            update(tasks)
+            .where(tasks.c.status.in_(ACTIVE_TASK_STATUSES), tasks.c.owner != owner_not)
+            .values(
+                status="failed",
+                updated_at=as_utc(at),
+                message=message,
+                error={"code": _INTERNAL_ERROR, "message": message},
+            )
+        )
+        async with self._begin(write=True) as conn:
+            return int((await conn.execute(stmt)).rowcount)
 
     # shared write helpers -----------------------------------------------------
     async def _insert_once(self, table: Table, row: dict[str, Any], exists: str) -> None:

@@ -35,6 +35,7 @@ __all__ = [
     "previews",
     "results",
     "session_taints",
+    "tasks",
 ]
 
 # Named constraints let later migrations drop or alter them by name on every backend.
@@ -191,4 +192,23 @@ session_taints = Table(
     Column("tool", String, nullable=False),
     Column("first_at", UTCDateTime, nullable=False),
     PrimaryKeyConstraint("session_id", "taint"),
+)
+
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("tool", String, nullable=False),
+    Column("user", String, nullable=False),
+    Column("tenant", String),
+    Column("owner", String, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("status", String, nullable=False),
+    Column("message", Text),
+    Column("call_id", String),
+    Column("result", JSON(none_as_null=True)),
+    Column("error", JSON(none_as_null=True)),
+    Index(None, "status", "owner"),
 )

@@ -1,0 +1,197 @@
+"""Long-running tools as durable tasks (the Tasks extension), with the SDK client in memory.
+
+The tasks surface is an extension: the SDK client has no typed methods for it, so
+these tests send ``tools/call`` and ``tasks/*`` through the client session and read
+the raw results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, MCPError
+from mcp.client.extension import advertise
+from pydantic import BaseModel, ConfigDict
+
+from callgate import Gate
+from callgate.mcp import build_server
+from callgate.mcp.fixture import FIXTURE_TOOLBOX, fixture_toolboxes
+from callgate.mcp.server import default_principal
+from callgate.mcp.tasks import EXTENSION, OUTCOME_UNKNOWN, runner_of
+
+pytestmark = pytest.mark.anyio
+
+
+class _Raw(BaseModel):
+    """Any result, every field kept as sent."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class _GetTask(types.Request[types.GetTaskRequestParams, str]):
+    method: str = "tasks/get"
+    params: types.GetTaskRequestParams
+
+
+class _CancelTask(types.Request[types.CancelTaskRequestParams, str]):
+    method: str = "tasks/cancel"
+    params: types.CancelTaskRequestParams
+
+
+@asynccontextmanager
+async def serving(
+    store: str = "memory://", *, tasks: bool = True, mode: str = "2026-07-28"
+) -> AsyncIterator[Client]:
+    """A client of a fixture server; its running tasks are stopped on the way out."""
+    gate = Gate(fixture_toolboxes(), store=store)
+    server = build_server(gate, principal=default_principal(gate), unprefixed=[FIXTURE_TOOLBOX])
+    extensions = [advertise(EXTENSION)] if tasks else None
+    try:
+        async with Client(server, mode=mode, extensions=extensions) as client:
+            yield client
+    finally:
+        runner = runner_of(server)
+        assert runner is not None
+        await runner.aclose()
+        await gate.aclose()
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    params = types.CallToolRequestParams(name=tool, arguments=arguments)
+    raw = await client.session.send_request(types.CallToolRequest(params=params), _Raw)
+    return dict(raw.model_extra or {})
+
+
+async def get(client: Client, task_id: str) -> dict[str, Any]:
+    params = types.GetTaskRequestParams(task_id=task_id)
+    raw = await client.session.send_request(_GetTask(params=params), _Raw)
+    return dict(raw.model_extra or {})
+
+
+async def cancel(client: Client, task_id: str) -> dict[str, Any]:
+    params = types.CancelTaskRequestParams(task_id=task_id)
+    raw = await client.session.send_request(_CancelTask(params=params), _Raw)
+    return dict(raw.model_extra or {})
+
+
+async def settled(client: Client, task_id: str) -> dict[str, Any]:
+    with anyio.fail_after(10):
+        while True:
+            task = await get(client, task_id)
+            if task["status"] in ("completed", "failed", "cancelled"):
+                return task
+            await anyio.sleep(0.02)
+
+
+async def test_a_task_tool_returns_a_task_then_its_result() -> None:
+    async with serving() as client:
+        created = await call(client, "slow_compute", seconds=0.2, label="x")
+        assert created["resultType"] == "task"
+        assert created["status"] == "working"
+        assert created["ttlMs"] > 0 and "result" not in created
+        working = await get(client, created["taskId"])
+        assert working["status"] == "working" and "result" not in working
+
+        done = await settled(client, created["taskId"])
+
+    assert done["status"] == "completed"
+    assert done["result"]["content"][0]["text"] == "Computed 'x' in 0.2s."
+    assert done["result"]["isError"] is False
+
+
+async def test_a_tool_error_completes_and_a_crash_fails() -> None:
+    async with serving() as client:
+        failing = await call(client, "failing_job")
+        crashing = await call(client, "protocol_error_job")
+        tool_error = await settled(client, failing["taskId"])
+        crash = await settled(client, crashing["taskId"])
+
+    assert tool_error["status"] == "completed"
+    assert tool_error["result"]["isError"] is True
+    assert "always fails" in tool_error["result"]["content"][0]["text"]
+    assert crash["status"] == "failed" and "result" not in crash
+    assert crash["error"]["code"] == -32603
+    # The model-facing message only: no traceback, no exception text.
+    assert "crashed on purpose" not in crash["error"]["message"]
+
+
+async def test_cancel_stops_a_running_task_once() -> None:
+    async with serving() as client:
+        created = await call(client, "slow_compute", seconds=60)
+        ack = await cancel(client, created["taskId"])
+        assert ack == {"resultType": "complete", "_meta": ack.get("_meta")}
+        task = await settled(client, created["taskId"])
+        assert task["status"] == "cancelled"
+        # Cancelling again is an empty ack too, and changes nothing.
+        await cancel(client, created["taskId"])
+        assert (await get(client, created["taskId"]))["status"] == "cancelled"
+
+
+async def test_an_unknown_task_is_invalid_params() -> None:
+    async with serving() as client:
+        with pytest.raises(MCPError) as info:
+            await get(client, "no-such-task")
+    assert info.value.code == types.INVALID_PARAMS
+
+
+async def test_an_untagged_tool_stays_synchronous() -> None:
+    async with serving() as client:
+        result = await call(client, "greet", name="World")
+    assert "taskId" not in result
+    assert result["content"][0]["text"] == "Hello, World!"
+
+
+@pytest.mark.parametrize("mode", ["2026-07-28", "legacy"])
+async def test_without_the_extension_the_tool_runs_synchronously(mode: str) -> None:
+    async with serving(tasks=False, mode=mode) as client:
+        result = await client.call_tool("slow_compute", {"seconds": 0.05, "label": "sync"})
+        assert not result.is_error
+        assert result.content[0].text == "Computed 'sync' in 0.05s."  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as info:
+            await get(client, "anything")
+    assert info.value.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+
+
+async def test_tasks_survive_a_restart_of_the_server(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'tasks.db'}"
+    async with serving(store) as first:
+        done = await call(first, "slow_compute", seconds=0, label="kept")
+        await settled(first, done["taskId"])
+        running = await call(first, "slow_compute", seconds=60, label="lost")
+        assert (await get(first, running["taskId"]))["status"] == "working"
+    # The first server is gone (its running call stopped without an outcome).
+
+    async with serving(store) as second:
+        kept = await get(second, done["taskId"])
+        lost = await get(second, running["taskId"])
+
+    assert kept["status"] == "completed"
+    assert kept["result"]["content"][0]["text"] == "Computed 'kept' in 0s."
+    assert lost["status"] == "failed"
+    assert lost["statusMessage"] == OUTCOME_UNKNOWN
+    assert lost["error"]["message"] == OUTCOME_UNKNOWN
+
+
+async def test_a_task_only_tool_needs_the_extension() -> None:
+    async with serving(tasks=False) as client:
+        with pytest.raises(MCPError) as info:
+            await call(client, "failing_job")
+    assert info.value.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert info.value.data == {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
+
+
+async def test_a_task_only_tool_runs_synchronously_at_2025_11_25() -> None:
+    async with serving(tasks=False, mode="legacy") as client:
+        result = await client.call_tool("failing_job", {})
+    assert result.is_error
