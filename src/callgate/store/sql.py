@@ -12,13 +12,11 @@ from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 from sqlalchemy import (
     Row,
-    Table,
-    Update,
     case,
     delete,
     func,
@@ -26,21 +24,13 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from callgate.store.base import (
-    ACTIVE_TASK_STATUSES,
-    ApprovalRecord,
-    ApprovalState,
     AuditRecord,
     IdempotencyRecord,
-    PreviewRecord,
     StoredResult,
-    Taint,
-    TaskRecord,
-    TaskStatus,
 )
 from callgate.store.engine import (
     BEGIN_OPTION,
@@ -54,21 +44,17 @@ from callgate.store.engine import (
     normalize_url,
     upgrade,
 )
+from callgate.store.sql_records import HumanLoopRecords
 from callgate.store.sqlite_writer import SQLiteAuditWriter
 from callgate.store.tables import (
-    approvals,
     as_utc,
     audit,
     idempotency,
-    previews,
     results,
-    session_taints,
-    tasks,
 )
 
 __all__ = ["SQLStore", "SQLiteSynchronous", "create_engine", "normalize_url"]
 
-_INTERNAL_ERROR = -32603  # JSON-RPC "internal error": how an abandoned task failed
 _AUDIT_FIELDS = tuple(f.name for f in fields(AuditRecord) if f.name != "seq")
 
 
@@ -76,7 +62,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class SQLStore:
+class SQLStore(HumanLoopRecords):
     """The :class:`~callgate.store.base.Store` on SQLite or PostgreSQL.
 
     Example:
@@ -201,12 +187,6 @@ class SQLStore:
     async def _pg_lock(self, conn: AsyncConnection, name: str) -> None:
         key = lock_key(f"callgate.{name}/{self._schema or ''}")
         await conn.execute(select(func.pg_advisory_xact_lock(key)))
-
-    def _insert(self, table: Table) -> postgresql.Insert | sqlite.Insert:
-        """An INSERT that knows ON CONFLICT (both backends spell it alike)."""
-        if self._dialect == "postgresql":
-            return postgresql.insert(table)
-        return sqlite.insert(table)
 
     # audit -----------------------------------------------------------------
     async def append_audit(self, records: Sequence[AuditRecord]) -> None:
@@ -360,269 +340,6 @@ class SQLStore:
         async with self._begin(write=False) as conn:
             row = (await conn.execute(stmt)).first()
         return None if row is None else StoredResult(**row._asdict())
-
-    # approvals ---------------------------------------------------------------
-    async def create_approval(self, record: ApprovalRecord) -> None:
-        """Insert a new approval.
-
-        Raises:
-            ValueError: An approval with this ``id`` exists already.
-        """
-        row = {f.name: getattr(record, f.name) for f in fields(ApprovalRecord)}
-        row["created_at"] = as_utc(record.created_at)
-        row["expires_at"] = as_utc(record.expires_at)
-        if record.decided_at is not None:
-            row["decided_at"] = as_utc(record.decided_at)
-        await self._insert_once(approvals, row, f"approval {record.id!r} exists already")
-
-    async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
-        """The record, whatever its state or expiry; None if unknown."""
-        stmt = select(approvals).where(approvals.c.id == approval_id)
-        async with self._begin(write=False) as conn:
-            row = (await conn.execute(stmt)).first()
-        return None if row is None else ApprovalRecord(**row._asdict())
-
-    async def list_approvals(
-        self, *, state: ApprovalState | None = None, tenant: str | None = None, limit: int = 100
-    ) -> list[ApprovalRecord]:
-        """Newest first (by ``created_at``, then ``id``), optionally filtered."""
-        stmt = select(approvals).order_by(*self._newest_first()).limit(limit)
-        if state is not None:
-            stmt = stmt.where(approvals.c.state == state)
-        if tenant is not None:
-            stmt = stmt.where(approvals.c.tenant == tenant)
-        async with self._begin(write=False) as conn:
-            rows = (await conn.execute(stmt)).all()
-        return [ApprovalRecord(**row._asdict()) for row in rows]
-
-    async def find_approval(
-        self, *, tool: str, args_hash: str, user: str, tenant: str | None
-    ) -> ApprovalRecord | None:
-        """The newest approval bound to exactly this call (any state)."""
-        stmt = (
-            select(approvals)
-            .where(
-                approvals.c.tool == tool,
-                approvals.c.args_hash == args_hash,
-                approvals.c.user == user,
-                # `== None` renders IS NULL: a tenantless call matches tenantless rows.
-                approvals.c.tenant == tenant,
-            )
-            .order_by(*self._newest_first())
-            .limit(1)
-        )
-        async with self._begin(write=False) as conn:
-            row = (await conn.execute(stmt)).first()
-        return None if row is None else ApprovalRecord(**row._asdict())
-
-    async def decide_approval(
-        self,
-        approval_id: str,
-        *,
-        state: Literal["approved", "denied"],
-        decided_by: str,
-        note: str | None,
-        at: datetime,
-    ) -> ApprovalRecord | None:
-        """Move a ``pending``, unexpired approval to ``state`` atomically.
-
-        One conditional UPDATE: across processes and replicas, exactly one of
-        several concurrent deciders matches the row.
-
-        Returns:
-            The updated record, or None when it was not pending (already
-            decided, used, expired or unknown).
-        """
-        at = as_utc(at)
-        stmt = (
-            update(approvals)
-            .where(
-                approvals.c.id == approval_id,
-                approvals.c.state == "pending",
-                approvals.c.expires_at > at,
-            )
-            .values(state=state, decided_by=decided_by, decided_at=at, note=note)
-            .returning(*approvals.c)
-        )
-        async with self._begin(write=True) as conn:
-            row = (await conn.execute(stmt)).first()
-        return None if row is None else ApprovalRecord(**row._asdict())
-
-    async def consume_approval(self, approval_id: str, *, call_id: str, at: datetime) -> bool:
-        """Move an ``approved``, unexpired approval to ``used`` atomically; True
-        for exactly one caller, across processes and replicas."""
-        stmt = (
-            update(approvals)
-            .where(
-                approvals.c.id == approval_id,
-                approvals.c.state == "approved",
-                approvals.c.expires_at > as_utc(at),
-            )
-            .values(state="used", used_by_call=call_id)
-        )
-        async with self._begin(write=True) as conn:
-            return (await conn.execute(stmt)).rowcount == 1
-
-    async def release_approval(self, approval_id: str, *, call_id: str) -> bool:
-        """Give back an approval ``call_id`` used without effect (``used`` -> ``approved``)."""
-        stmt = (
-            update(approvals)
-            .where(
-                approvals.c.id == approval_id,
-                approvals.c.state == "used",
-                approvals.c.used_by_call == call_id,
-            )
-            .values(state="approved", used_by_call=None)
-        )
-        async with self._begin(write=True) as conn:
-            return (await conn.execute(stmt)).rowcount == 1
-
-    async def set_approval_result(self, approval_id: str, envelope: dict[str, Any]) -> None:
-        """Keep the Envelope of the call that ran once approved.
-
-        Raises:
-            KeyError: No approval has this id.
-        """
-        stmt = update(approvals).where(approvals.c.id == approval_id).values(result=envelope)
-        await self._update_one(stmt, f"no approval {approval_id!r}")
-
-    def _newest_first(self) -> tuple[Any, ...]:
-        # Ties on created_at fall back to the id in code point order on both
-        # backends (PostgreSQL would otherwise use the database's locale).
-        by_id = approvals.c.id.collate("C") if self._dialect == "postgresql" else approvals.c.id
-        return approvals.c.created_at.desc(), by_id.desc()
-
-    # previews ---------------------------------------------------------------
-    async def create_preview(self, record: PreviewRecord) -> None:
-        """Insert a preview.
-
-        Raises:
-            ValueError: A preview with this ``id`` exists already.
-        """
-        row = {f.name: getattr(record, f.name) for f in fields(PreviewRecord)}
-        row["created_at"] = as_utc(record.created_at)
-        row["expires_at"] = as_utc(record.expires_at)
-        await self._insert_once(previews, row, f"preview {record.id!r} exists already")
-
-    async def get_preview(self, preview_id: str) -> PreviewRecord | None:
-        """The preview, even if expired (callers check ``expires_at``); None if unknown."""
-        stmt = select(previews).where(previews.c.id == preview_id)
-        async with self._begin(write=False) as conn:
-            row = (await conn.execute(stmt)).first()
-        return None if row is None else PreviewRecord(**row._asdict())
-
-    async def set_preview_approval(self, preview_id: str, approval_id: str) -> None:
-        """Link the approval filed for applying this preview.
-
-        Raises:
-            KeyError: No preview has this id.
-        """
-        stmt = update(previews).where(previews.c.id == preview_id).values(approval_id=approval_id)
-        await self._update_one(stmt, f"no preview {preview_id!r}")
-
-    # session taints -----------------------------------------------------------
-    async def add_session_taint(
-        self, session_id: str, taint: Taint, tool: str, at: datetime
-    ) -> None:
-        """Note that the session's context now holds ``taint`` (first tool kept)."""
-        row = {"session_id": session_id, "taint": taint, "tool": tool, "first_at": as_utc(at)}
-        stmt = (
-            self._insert(session_taints)
-            .values(row)
-            .on_conflict_do_nothing(
-                index_elements=[session_taints.c.session_id, session_taints.c.taint]
-            )
-        )
-        async with self._begin(write=True) as conn:
-            await conn.execute(stmt)
-
-    async def session_taints(self, session_id: str) -> dict[str, str]:
-        """``{taint: first tool that brought it}`` for the session."""
-        stmt = select(session_taints.c.taint, session_taints.c.tool).where(
-            session_taints.c.session_id == session_id
-        )
-        async with self._begin(write=False) as conn:
-            return dict((await conn.execute(stmt)).all())
-
-    # tasks --------------------------------------------------------------------
-    async def create_task(self, record: TaskRecord) -> None:
-        """Insert a task.
-
-        Raises:
-            ValueError: A task with this ``id`` exists already.
-        """
-        row = {f.name: getattr(record, f.name) for f in fields(TaskRecord)}
-        for name in ("created_at", "updated_at", "expires_at"):
-            row[name] = as_utc(row[name])
-        await self._insert_once(tasks, row, f"task {record.id!r} exists already")
-
-    async def get_task(self, task_id: str) -> TaskRecord | None:
-        """The task whatever its state (callers check ``expires_at``); None if unknown."""
-        stmt = select(tasks).where(tasks.c.id == task_id)
-        async with self._begin(write=False) as conn:
-            row = (await conn.execute(stmt)).first()
-        return None if row is None else TaskRecord(**row._asdict())
-
-    async def finish_task(
-        self,
-        task_id: str,
-        *,
-        status: TaskStatus,
-        at: datetime,
-        message: str | None = None,
-        call_id: str | None = None,
-        result: dict[str, Any] | None = None,
-        error: dict[str, Any] | None = None,
-    ) -> bool:
-        """Move an active task to ``status`` atomically; True for exactly one caller."""
-        stmt = (
-            update(tasks)
-            .where(tasks.c.id == task_id, tasks.c.status.in_(ACTIVE_TASK_STATUSES))
-            .values(
-                status=status,
-                updated_at=as_utc(at),
-                message=message,
-                call_id=call_id,
-                result=result,
-                error=error,
-            )
-        )
-        async with self._begin(write=True) as conn:
-            return (await conn.execute(stmt)).rowcount == 1
-
-    async def abandon_tasks(self, *, owner_not: str, at: datetime, message: str) -> int:
-        """Fail every active task of another owner (its process died); how many."""
-        stmt = (
-            update(tasks)
-            .where(tasks.c.status.in_(ACTIVE_TASK_STATUSES), tasks.c.owner != owner_not)
-            .values(
-                status="failed",
-                updated_at=as_utc(at),
-                message=message,
-                error={"code": _INTERNAL_ERROR, "message": message},
-            )
-        )
-        async with self._begin(write=True) as conn:
-            return int((await conn.execute(stmt)).rowcount)
-
-    # shared write helpers -----------------------------------------------------
-    async def _insert_once(self, table: Table, row: dict[str, Any], exists: str) -> None:
-        """Insert ``row`` unless its primary key is taken; raise ValueError(exists) if so."""
-        stmt = (
-            self._insert(table)
-            .values(row)
-            .on_conflict_do_nothing(index_elements=list(table.primary_key.columns))
-            .returning(*table.primary_key.columns)
-        )
-        async with self._begin(write=True) as conn:
-            if (await conn.execute(stmt)).first() is None:
-                raise ValueError(exists)
-
-    async def _update_one(self, stmt: Update, missing: str) -> None:
-        """Run an UPDATE of one row by key; raise KeyError(missing) if none matched."""
-        async with self._begin(write=True) as conn:
-            if (await conn.execute(stmt)).rowcount == 0:
-                raise KeyError(missing)
 
 
 def _audit_row(record: AuditRecord) -> dict[str, Any]:
