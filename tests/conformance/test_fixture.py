@@ -23,10 +23,9 @@ from callgate.mcp.fixture import (
     FIXTURE_TOOLBOXES,
     JSON_SCHEMA_2020_12,
     LOG_MESSAGES,
-    SEP1034_DEFAULTS,
-    SEP1330_ENUMS,
     fixture_toolboxes,
 )
+from callgate.mcp.fixture_input import SEP1034_DEFAULTS, SEP1330_ENUMS
 from callgate.runtime.envelope import Envelope
 from callgate.store import MemoryStore
 
