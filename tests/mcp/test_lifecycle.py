@@ -6,24 +6,21 @@ The official SDK client drives the server in memory, at both protocol versions.
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import mcp_types as types
 import pytest
-from anyio.abc import Process
 from mcp import Client, StdioServerParameters
 from mcp.client.session import IncomingMessage
 from mcp.client.stdio import stdio_client
 
 from callgate import Gate, Limits, Principal, Toolbox, ToolContext
 from callgate.mcp import build_server
-from callgate.store import AuditRecord
+from tests.mcp.serving import audit_of, serve_http
 from tests.mcp.tools import ALICE, build_gate
 
 pytestmark = pytest.mark.anyio
@@ -398,37 +395,9 @@ async def grow() -> str:
 '''
 
 
-@asynccontextmanager
-async def _serve_http(*args: str) -> AsyncIterator[tuple[str, Process]]:
-    """``callgate serve ARGS`` on a free loopback port; yields its URL, stops it on exit."""
-    command = [sys.executable, "-m", "callgate", "serve", "--port", "0", *args]
-    process = await anyio.open_process(command)
-    try:
-        assert process.stderr is not None
-        seen = b""
-        with anyio.fail_after(30):
-            async for chunk in process.stderr:
-                seen += chunk
-                if b"serving MCP at " in seen and seen.endswith(b"\n"):
-                    break
-        line = next(x for x in seen.decode().splitlines() if "serving MCP at " in x)
-        yield line.split("serving MCP at ", 1)[1].strip(), process
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-        with anyio.fail_after(15):
-            await process.wait()
-        await process.aclose()
-
-
-async def _audit(store: str) -> list[AuditRecord]:
-    async with Gate([], store=store) as gate:
-        return await gate.audit()
-
-
 async def _final_record_within(store: str, seconds: float) -> None:
     for _ in range(int(seconds * 10)):
-        if any(r.phase == "final" for r in await _audit(store)):
+        if any(r.phase == "final" for r in await audit_of(store)):
             return
         await anyio.sleep(0.1)
     raise AssertionError(f"no final audit record within {seconds:g} seconds")
@@ -441,7 +410,7 @@ async def test_http_cancel_stops_the_call_and_is_audited(tmp_path: Path, mode: s
     config = tmp_path / "callgate.toml"
     config.write_text('toolboxes = ["./tools.py:box"]\n')
     store = f"sqlite:///{tmp_path / 'serve.db'}"
-    async with _serve_http("--store", store, "--config", str(config)) as (url, process):
+    async with serve_http("--store", store, "--config", str(config)) as (url, process):
         with anyio.fail_after(30):
             async with Client(url, mode=mode) as client:
                 # Cancelled at 2025-11-25 with notifications/cancelled, at
@@ -453,7 +422,7 @@ async def test_http_cancel_stops_the_call_and_is_audited(tmp_path: Path, mode: s
                 result = await client.call_tool("slow.quick", {})
                 assert result.structured_content == {"result": "quick"}
     assert process.returncode == 0
-    writes = [r for r in await _audit(store) if r.tool == "slow.write"]
+    writes = [r for r in await audit_of(store) if r.tool == "slow.write"]
     assert [r.phase for r in writes] == ["intent", "final"]
     assert writes[1].outcome == "unknown_outcome"
     assert writes[1].detail.get("cancelled") is True
@@ -487,7 +456,7 @@ async def test_http_clients_are_told_of_list_changes(tmp_path: Path, mode: str) 
         if isinstance(message, types.ToolListChangedNotification):
             changed.set()
 
-    async with _serve_http("--store", store, "--config", str(config)) as (url, _):
+    async with serve_http("--store", store, "--config", str(config)) as (url, _):
         with anyio.fail_after(30):
             connect = "legacy" if mode == "legacy" else "auto"
             async with Client(url, mode=connect, message_handler=on_message) as client:
@@ -523,7 +492,7 @@ async def test_stdio_cancel_stops_the_call_and_is_audited(tmp_path: Path, mode: 
             await _final_record_within(store, 10)
             result = await client.call_tool("slow.quick", {})
             assert result.structured_content == {"result": "quick"}
-    writes = [r for r in await _audit(store) if r.tool == "slow.write"]
+    writes = [r for r in await audit_of(store) if r.tool == "slow.write"]
     assert [r.phase for r in writes] == ["intent", "final"]
     assert writes[1].outcome == "unknown_outcome"
     assert writes[1].detail.get("cancelled") is True

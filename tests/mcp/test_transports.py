@@ -3,36 +3,24 @@
 from __future__ import annotations
 
 import json
-import signal
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import httpx
 import mcp_types as types
 import pytest
-from anyio.abc import Process
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from callgate import Gate
-from callgate.store import AuditRecord
+from tests.mcp.serving import SERVE, audit_of, serve_http
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-SERVE = [sys.executable, "-m", "callgate", "serve"]
 FIND = ("ops.campaigns_find", {"query": "autumn"})
 
 
 def _store(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'serve.db'}"
-
-
-async def _audit(store: str) -> list[AuditRecord]:
-    async with Gate([], store=store) as gate:
-        return await gate.audit()
 
 
 async def _list_and_call(client: Client) -> types.CallToolResult:
@@ -59,7 +47,7 @@ async def test_stdio_list_call_and_audit(tmp_path: Path, mode: str) -> None:
             _assert_found(await _list_and_call(client))
             bad = await client.call_tool("ops.campaigns_find", {})
             assert bad.is_error
-    records = await _audit(store)
+    records = await audit_of(store)
     assert [(r.tool, r.outcome) for r in records] == [
         ("ops.campaigns_find", "ok"),
         ("ops.campaigns_find", "construction"),
@@ -67,32 +55,10 @@ async def test_stdio_list_call_and_audit(tmp_path: Path, mode: str) -> None:
     assert {(r.user, r.tenant) for r in records} == {("local", "acme")}
 
 
-@asynccontextmanager
-async def _http_server(store: str) -> AsyncIterator[tuple[str, Process]]:
-    """``callgate serve`` on a free loopback port; yields its URL, stops it on exit."""
-    process = await anyio.open_process([*SERVE, "--port", "0", "--store", store])
-    try:
-        assert process.stderr is not None
-        seen = b""
-        with anyio.fail_after(30):
-            async for chunk in process.stderr:
-                seen += chunk
-                if b"serving MCP at " in seen and seen.endswith(b"\n"):
-                    break
-        line = next(x for x in seen.decode().splitlines() if "serving MCP at " in x)
-        yield line.split("serving MCP at ", 1)[1].strip(), process
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-        with anyio.fail_after(15):
-            await process.wait()
-        await process.aclose()
-
-
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_http_list_call_and_audit(tmp_path: Path, mode: str) -> None:
     store = _store(tmp_path)
-    async with _http_server(store) as (url, process):
+    async with serve_http("--store", store) as (url, process):
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
         with anyio.fail_after(30):
             async with Client(url, mode=mode) as client:
@@ -100,7 +66,7 @@ async def test_http_list_call_and_audit(tmp_path: Path, mode: str) -> None:
                 _assert_found(await _list_and_call(client))
     # The server stopped gracefully: its audit records are durable.
     assert process.returncode == 0
-    (record,) = await _audit(store)
+    (record,) = await audit_of(store)
     assert (record.tool, record.outcome, record.user) == ("ops.campaigns_find", "ok", "local")
     # A 2025-11-25 Streamable HTTP session groups the calls; 2026-07-28 has no sessions.
     assert (record.session_id is not None) == (mode == "legacy")
@@ -118,7 +84,7 @@ async def test_http_refuses_foreign_origin(tmp_path: Path) -> None:
         },
     }
     headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-    async with _http_server(_store(tmp_path)) as (url, _), httpx.AsyncClient() as http:
+    async with serve_http("--store", _store(tmp_path)) as (url, _), httpx.AsyncClient() as http:
         with anyio.fail_after(30):
             evil = await http.post(
                 url, content=json.dumps(request), headers={**headers, "origin": "http://evil.test"}
@@ -150,7 +116,7 @@ async def test_http_bad_requests_are_json_rpc_errors(tmp_path: Path) -> None:
     def body(method: str, params: dict[str, object]) -> str:
         return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 
-    async with _http_server(_store(tmp_path)) as (url, _), httpx.AsyncClient() as http:
+    async with serve_http("--store", _store(tmp_path)) as (url, _), httpx.AsyncClient() as http:
         with anyio.fail_after(30):
             no_meta = await http.post(
                 url, content=body("tools/list", {}), headers={**modern, "mcp-method": "tools/list"}
