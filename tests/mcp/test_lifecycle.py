@@ -403,6 +403,24 @@ async def _final_record_within(store: str, seconds: float) -> None:
     raise AssertionError(f"no final audit record within {seconds:g} seconds")
 
 
+async def _cancel_once_running(client: Client, store: str) -> None:
+    """Call ``slow.write`` and cancel it once its intent record shows it running
+    (a fixed delay would cancel it before it starts on a loaded machine)."""
+    async with anyio.create_task_group() as group:
+
+        async def call() -> None:
+            await client.call_tool("slow.write", {"seconds": 20})
+
+        group.start_soon(call)
+        for _ in range(200):
+            if any(r.phase == "intent" for r in await audit_of(store)):
+                break
+            await anyio.sleep(0.05)
+        else:
+            raise AssertionError("slow.write never started")
+        group.cancel_scope.cancel()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 async def test_http_cancel_stops_the_call_and_is_audited(tmp_path: Path, mode: str) -> None:
@@ -415,8 +433,7 @@ async def test_http_cancel_stops_the_call_and_is_audited(tmp_path: Path, mode: s
             async with Client(url, mode=mode) as client:
                 # Cancelled at 2025-11-25 with notifications/cancelled, at
                 # 2026-07-28 by closing the request's response stream.
-                with anyio.move_on_after(1.0):
-                    await client.call_tool("slow.write", {"seconds": 20})
+                await _cancel_once_running(client, store)
                 # The server records the cancelled call promptly, and goes on serving.
                 await _final_record_within(store, 10)
                 result = await client.call_tool("slow.quick", {})
@@ -487,8 +504,7 @@ async def test_stdio_cancel_stops_the_call_and_is_audited(tmp_path: Path, mode: 
     params = StdioServerParameters(command=sys.executable, args=args)
     with (tmp_path / "stderr.txt").open("w") as errlog, anyio.fail_after(30):
         async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
-            with anyio.move_on_after(1.0):
-                await client.call_tool("slow.write", {"seconds": 20})
+            await _cancel_once_running(client, store)
             await _final_record_within(store, 10)
             result = await client.call_tool("slow.quick", {})
             assert result.structured_content == {"result": "quick"}
