@@ -9,9 +9,11 @@ def test_exported_names() -> None:
     assert sorted(callgate.store.__all__) == [
         "ApprovalRecord",
         "ApprovalState",
+        "ApprovedBy",
         "AuditPhase",
         "AuditRecord",
         "GroupCommitter",
+        "HandleRecord",
         "IdempotencyRecord",
         "IdempotencyState",
         "MemoryStore",

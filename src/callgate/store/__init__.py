@@ -9,8 +9,10 @@ from __future__ import annotations
 from callgate.store.base import (
     ApprovalRecord,
     ApprovalState,
+    ApprovedBy,
     AuditPhase,
     AuditRecord,
+    HandleRecord,
     IdempotencyRecord,
     IdempotencyState,
     PreviewRecord,
@@ -25,9 +27,11 @@ from callgate.store.sql import SQLStore, normalize_url
 __all__ = [
     "ApprovalRecord",
     "ApprovalState",
+    "ApprovedBy",
     "AuditPhase",
     "AuditRecord",
     "GroupCommitter",
+    "HandleRecord",
     "IdempotencyRecord",
     "IdempotencyState",
     "MemoryStore",

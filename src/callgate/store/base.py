@@ -27,6 +27,10 @@ ApprovalState = Literal["pending", "approved", "denied", "used"]
 (then ``used``, once); ``denied`` for good. Expiry is by ``expires_at``: a
 pending or approved record past it counts as expired."""
 
+ApprovedBy = Literal["another", "requester"]
+"""Who may approve: ``another`` person than the requester (four eyes, the default),
+or the ``requester`` themself too (a confirmation, e.g. answered in their MCP client)."""
+
 Taint = Literal["private_data", "untrusted_content"]
 
 
@@ -122,6 +126,8 @@ class ApprovalRecord:
     impact: dict[str, Any] | None = None
     """For a preview's apply: what the change will do (before/after, amounts)."""
     preview_id: str | None = None
+    approved_by: ApprovedBy = "another"
+    """Who may decide it (the rule's ``approved_by``): see :data:`ApprovedBy`."""
     decided_by: str | None = None
     decided_at: datetime | None = None
     note: str | None = None
@@ -178,6 +184,27 @@ class TaskRecord:
     call_id: str | None = None
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+
+
+@dataclass(kw_only=True, frozen=True)
+class HandleRecord:
+    """State a tool keeps across calls for one caller, behind an opaque id.
+
+    A handle is not a permission: ``user`` and ``tenant`` say whose it is, and
+    the runtime hands it to nobody else. ``version`` starts at 1 and grows by one
+    with every update, so concurrent updates cannot silently overwrite each other.
+    Past ``expires_at`` it counts as absent.
+    """
+
+    id: str
+    kind: str
+    user: str
+    tenant: str | None
+    data: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+    version: int = 1
 
 
 @runtime_checkable
@@ -324,3 +351,29 @@ class Store(Protocol):
     async def abandon_tasks(self, *, owner_not: str, at: datetime, message: str) -> int:
         """Fail every active task whose owner is not ``owner_not`` (its process
         died); returns how many."""
+
+    # handles ------------------------------------------------------------------
+    async def create_handle(self, record: HandleRecord) -> None:
+        """Insert a handle (``id`` is unique) and purge the expired ones."""
+
+    async def get_handle(self, handle_id: str) -> HandleRecord | None:
+        """The live handle; None if unknown or expired."""
+
+    async def update_handle(
+        self,
+        handle_id: str,
+        *,
+        version: int,
+        data: dict[str, Any],
+        at: datetime,
+        expires_at: datetime,
+    ) -> HandleRecord | None:
+        """Replace a live handle's ``data`` if it is still at ``version``, atomically.
+
+        Returns the updated record (``version + 1``), or None when the handle is
+        unknown, expired or was updated meanwhile: an update is based on what its
+        caller read.
+        """
+
+    async def delete_handle(self, handle_id: str, *, version: int | None = None) -> bool:
+        """Delete a live handle (only at ``version``, if given); True if it was."""

@@ -30,6 +30,7 @@ __all__ = [
     "approvals",
     "as_utc",
     "audit",
+    "handles",
     "idempotency",
     "metadata",
     "previews",
@@ -159,6 +160,7 @@ approvals = Table(
     # SQL NULL rather than JSON 'null' when there is no impact / no result yet.
     Column("impact", JSON(none_as_null=True)),
     Column("preview_id", String),
+    Column("approved_by", String, nullable=False, server_default="another"),
     Column("decided_by", String),
     Column("decided_at", UTCDateTime),
     Column("note", Text),
@@ -211,4 +213,20 @@ tasks = Table(
     Column("result", JSON(none_as_null=True)),
     Column("error", JSON(none_as_null=True)),
     Index(None, "status", "owner"),
+)
+
+handles = Table(
+    "handles",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("kind", String, nullable=False),
+    Column("user", String, nullable=False),
+    Column("tenant", String),
+    Column("data", JSON, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("version", Integer, nullable=False),
+    # Expired handles are purged by expiry on every create.
+    Index(None, "expires_at"),
 )
