@@ -25,6 +25,7 @@ TABLES = {
     "alembic_version",
     "approvals",
     "audit",
+    "handles",
     "idempotency",
     "previews",
     "results",

@@ -21,6 +21,7 @@ from callgate.store.base import (
     ApprovalRecord,
     ApprovalState,
     AuditRecord,
+    HandleRecord,
     IdempotencyRecord,
     PreviewRecord,
     StoredResult,
@@ -59,6 +60,7 @@ class MemoryStore:
         self._previews: dict[str, PreviewRecord] = {}
         self._taints: dict[str, dict[str, str]] = {}
         self._tasks: dict[str, TaskRecord] = {}
+        self._handles: dict[str, HandleRecord] = {}
 
     async def __aenter__(self) -> MemoryStore:
         await self.open()
@@ -352,6 +354,64 @@ class MemoryStore:
                 error={"code": -32603, "message": message},
             )
         return len(abandoned)
+
+    # handles ------------------------------------------------------------------
+    async def create_handle(self, record: HandleRecord) -> None:
+        await checkpoint()
+        now = datetime.now(UTC)
+        for expired in [h.id for h in self._handles.values() if h.expires_at <= now]:
+            del self._handles[expired]
+        if record.id in self._handles:
+            raise ValueError(f"handle {record.id!r} exists already")
+        self._handles[record.id] = replace(
+            record,
+            data=_json(record.data),
+            created_at=_utc(record.created_at),
+            updated_at=_utc(record.updated_at),
+            expires_at=_utc(record.expires_at),
+        )
+
+    async def get_handle(self, handle_id: str) -> HandleRecord | None:
+        await checkpoint()
+        record = self._live_handle(handle_id)
+        return None if record is None else replace(record, data=_json(record.data))
+
+    async def update_handle(
+        self,
+        handle_id: str,
+        *,
+        version: int,
+        data: dict[str, Any],
+        at: datetime,
+        expires_at: datetime,
+    ) -> HandleRecord | None:
+        await checkpoint()
+        record = self._live_handle(handle_id)
+        if record is None or record.version != version:
+            return None
+        updated = replace(
+            record,
+            data=_json(data),
+            updated_at=_utc(at),
+            expires_at=_utc(expires_at),
+            version=version + 1,
+        )
+        self._handles[handle_id] = updated
+        return replace(updated, data=_json(updated.data))
+
+    async def delete_handle(self, handle_id: str, *, version: int | None = None) -> bool:
+        await checkpoint()
+        record = self._live_handle(handle_id)
+        if record is None or (version is not None and record.version != version):
+            return False
+        del self._handles[handle_id]
+        return True
+
+    def _live_handle(self, handle_id: str) -> HandleRecord | None:
+        record = self._handles.get(handle_id)
+        if record is None or record.expires_at <= datetime.now(UTC):
+            return None
+        return record
 
 
 def _copy_approval(record: ApprovalRecord) -> ApprovalRecord:

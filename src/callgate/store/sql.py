@@ -44,6 +44,7 @@ from callgate.store.engine import (
     normalize_url,
     upgrade,
 )
+from callgate.store.sql_handles import HandleRecords
 from callgate.store.sql_records import HumanLoopRecords
 from callgate.store.sqlite_writer import SQLiteAuditWriter
 from callgate.store.tables import (
@@ -62,7 +63,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class SQLStore(HumanLoopRecords):
+class SQLStore(HumanLoopRecords, HandleRecords):
     """The :class:`~callgate.store.base.Store` on SQLite or PostgreSQL.
 
     Example:
