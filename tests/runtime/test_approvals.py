@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from callgate import ApprovalError, ErrorKind, Gate, Limits, Policy, Principal, Rule, Status
+from callgate.runtime.policy import PolicyError
 from callgate.store import MemoryStore
 
 from .change_tools import Bank, build
@@ -221,6 +222,56 @@ async def test_self_approval_is_refused_whatever_the_case() -> None:
         with pytest.raises(ApprovalError) as refused:
             await approvals.approve(approval_id, by="ALICE")
     assert refused.value.code == "self_approval"
+
+
+async def test_a_confirmation_rule_lets_the_requester_approve_their_own_call(
+    make_gate: GateFactory,
+) -> None:
+    confirm = Policy(
+        [
+            Rule(
+                "require_approval",
+                tools=["bank.pay"],
+                when="args.amount > 1000",
+                reason="big payment",
+                approved_by="requester",
+            )
+        ]
+    )
+    bank = Bank()
+    async with make_gate([build(bank)], policy=confirm) as gate:
+        approval_id = await park(gate)
+        approvals = await gate.approvals()
+        record = await approvals.approve(approval_id, by="alice", note="yes, I mean it")
+        ran = await gate.call("bank.pay", PAY, principal=ALICE)
+    assert record.approved_by == "requester" and record.decided_by == "alice"
+    assert ran.ok and bank.sent == ["acme:bob:5000"]
+
+
+async def test_four_eyes_wins_when_a_confirmation_rule_also_matches() -> None:
+    both = Policy(
+        [
+            Rule("require_approval", tools=["bank.pay"], approved_by="requester", name="confirm"),
+            Rule("require_approval", tools=["bank.pay"], when="args.amount > 1000", name="big"),
+        ]
+    )
+    async with Gate([build(Bank())], store=MemoryStore(), policy=both) as gate:
+        approval_id = await park(gate)
+        approvals = await gate.approvals()
+        record = await approvals.get(approval_id)
+        with pytest.raises(ApprovalError) as refused:
+            await approvals.approve(approval_id, by="alice")
+    assert record is not None and record.approved_by == "another" and record.rule == "big"
+    assert refused.value.code == "self_approval"
+
+
+def test_approved_by_is_checked_and_read_from_config() -> None:
+    policy = Policy.from_dict(
+        {"rules": [{"effect": "require_approval", "approved_by": "requester"}]}
+    )
+    assert policy.rules[0].approved_by == "requester"
+    with pytest.raises(PolicyError, match="approved_by must be 'another' or 'requester'"):
+        Rule("require_approval", approved_by="self")  # type: ignore[arg-type]
 
 
 async def test_an_auto_approval_that_cannot_be_evaluated_grants_nothing() -> None:

@@ -13,8 +13,10 @@ def demo_policy() -> Policy:
 
     - ``external-email-needs-approval``: ``ops.send_email`` to any recipient outside
       the sender's domain (``principal.attributes.domain``, e.g. ``acme.example``)
-      waits for a human. A principal without a ``domain`` attribute needs approval
-      for every email (fail closed).
+      waits for a human: the sender may confirm the exact message themself (an MCP
+      client asks them through elicitation), or someone else approves it. A
+      principal without a ``domain`` attribute needs approval for every email
+      (fail closed).
     - ``budget-increase-over-50pct``: ``ops.budget_change_apply`` of a preview
       whose impact raises the daily budget by more than 50% waits for a human
       (the campaign owner). The approval is filed, and the model told, as soon as
@@ -34,6 +36,8 @@ def demo_policy() -> Policy:
                     'args.to.exists(r, !r.endsWith("@" + principal.attributes.domain))'
                 ),
                 reason="emails to recipients outside your organization need a human's approval",
+                # The sender confirms the exact message (e.g. in their MCP client).
+                approved_by="requester",
             ),
             Rule(
                 "require_approval",

@@ -120,6 +120,7 @@ async def file_approval(
         expires_at=now + call.services.limits.approval_ttl,
         impact=impact if impact is not None else call.impact,
         preview_id=preview_id or (call.preview.id if call.preview else None),
+        approved_by=verdict.approved_by,
     )
     await call.services.store.create_approval(record)
     call.detail["approval_filed"] = record.id
@@ -195,12 +196,19 @@ async def consume(call: Call) -> Envelope | None:
             "instead of calling again.",
         )
     assert call.decision is not None
-    verdict = Verdict(effect=Effect.REQUIRE_APPROVAL, reason=None, rule=call.decision.rule)
+    verdict = Verdict(
+        effect=Effect.REQUIRE_APPROVAL,
+        reason=None,
+        rule=call.decision.rule,
+        approved_by=record.approved_by if record is not None else "another",
+    )
     return await park(call, verdict, reason=f"approval {approval_id} expired before it was used")
 
 
 def had_no_effect(call: Call, envelope: Envelope) -> bool:
     """Whether the call ended without touching anything (so its approval is not spent)."""
+    if call.detail.get("stopped_for_input"):
+        return True  # stopped to ask the client: a tool asks before it changes anything
     if envelope.error is None:
         return False
     if envelope.error.kind is ErrorKind.TRANSIENT:
@@ -275,8 +283,13 @@ class Approvals:
         record = await self._store.get_approval(approval_id)
         if record is None:
             raise ApprovalError(f"no approval request {approval_id!r}", code="unknown")
-        # User ids compare case-insensitively: "Alice" may not approve alice's request.
-        if state == "approved" and by.casefold() == record.user.casefold():
+        # User ids compare case-insensitively: "Alice" may not approve alice's request,
+        # unless the rule lets the requester confirm it themself.
+        if (
+            state == "approved"
+            and record.approved_by != "requester"
+            and by.casefold() == record.user.casefold()
+        ):
             raise ApprovalError(
                 f"{by} filed {approval_id} and cannot approve it; another person must",
                 code="self_approval",
@@ -337,6 +350,7 @@ def approval_json(record: ApprovalRecord) -> dict[str, Any]:
         "preview_id": record.preview_id,
         "reason": record.reason,
         "rule": record.rule,
+        "approved_by": record.approved_by,
         "requested_by": record.user,
         "tenant": record.tenant,
         "session_id": record.session_id,

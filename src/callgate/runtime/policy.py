@@ -37,6 +37,7 @@ from typing import Any
 import cel
 
 from callgate.contract import Principal, RiskTier, ToolSpec
+from callgate.store.base import ApprovedBy
 
 _ARG_REF = re.compile(r"\bargs\.([A-Za-z_][A-Za-z0-9_]*)|\bargs\[\s*[\"']([^\"']+)[\"']\s*\]")
 
@@ -73,6 +74,11 @@ class Rule:
         risk: risk tiers the rule applies to; None matches every tier.
         reason: the text shown to the model (deny) or the approver.
         name: an identifier for the audit; defaults to the rule's position.
+        approved_by: for ``require_approval``, who may approve: ``"another"``
+            person than the requester (four eyes, the default), or the
+            ``"requester"`` themself too: a confirmation of the exact inputs, which
+            an MCP client can answer through elicitation. When several
+            approval rules match, ``"another"`` wins.
     """
 
     effect: Effect
@@ -81,6 +87,7 @@ class Rule:
     risk: frozenset[RiskTier] | None = None
     reason: str | None = None
     name: str | None = None
+    approved_by: ApprovedBy = "another"
     _program: Any = field(default=None, repr=False, compare=False)
     _args: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
@@ -93,7 +100,13 @@ class Rule:
         risk: Iterable[RiskTier | str] | None = None,
         reason: str | None = None,
         name: str | None = None,
+        approved_by: ApprovedBy = "another",
     ) -> None:
+        if approved_by not in ("another", "requester"):
+            raise PolicyError(
+                f"rule {name or when!r}: approved_by must be 'another' or 'requester', "
+                f"not {approved_by!r}"
+            )
         try:
             eff = Effect(effect)
             tiers = frozenset(RiskTier(r) for r in risk) if risk is not None else None
@@ -111,6 +124,7 @@ class Rule:
         object.__setattr__(self, "risk", tiers)
         object.__setattr__(self, "reason", reason)
         object.__setattr__(self, "name", name)
+        object.__setattr__(self, "approved_by", approved_by)
         object.__setattr__(self, "_program", program)
         object.__setattr__(self, "_args", referenced_args(when) if when else frozenset())
 
@@ -163,6 +177,12 @@ class Verdict:
     rule: str | None
     problem: str | None = None
     """Operator-only: why a condition could not be evaluated (never shown to the model)."""
+    approved_by: ApprovedBy = "another"
+    """For ``require_approval``: who may approve (see :class:`Rule`)."""
+
+    def _rank(self) -> tuple[int, int]:
+        # Among approvals, four eyes is stricter than the requester's confirmation.
+        return _STRICTNESS[self.effect], int(self.approved_by == "another")
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -187,7 +207,15 @@ class Policy:
         for i, raw in enumerate(data.get("rules", [])):
             if not isinstance(raw, Mapping) or "effect" not in raw:
                 raise PolicyError(f"rule #{i + 1} needs an 'effect'")
-            unknown = set(raw) - {"effect", "when", "tools", "risk", "reason", "name"}
+            unknown = set(raw) - {
+                "effect",
+                "when",
+                "tools",
+                "risk",
+                "reason",
+                "name",
+                "approved_by",
+            }
             if unknown:
                 raise PolicyError(f"rule #{i + 1}: unknown keys {sorted(unknown)}")
             rules.append(Rule(**raw))
@@ -219,8 +247,14 @@ class Policy:
                 problem = f"condition of {label} could not be evaluated: {exc}"
             if not matched:
                 continue
-            verdict = Verdict(effect=rule.effect, reason=reason, rule=label, problem=problem)
-            if best is None or _STRICTNESS[verdict.effect] > _STRICTNESS[best.effect]:
+            verdict = Verdict(
+                effect=rule.effect,
+                reason=reason,
+                rule=label,
+                problem=problem,
+                approved_by=rule.approved_by,
+            )
+            if best is None or verdict._rank() > best._rank():
                 best = verdict
                 if best.effect is Effect.DENY:
                     break

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 
 from callgate.contract import ToolContext, ToolSink
-from callgate.contract.context import ClientRequests, Elicitation, LogLevel, Root
+from callgate.contract.context import ClientRequests, Elicitation, InputRequired, LogLevel, Root
 from callgate.errors import ErrorKind, ToolError, TransientError
 from callgate.runtime import approvals, changes, idempotency
 from callgate.runtime.call import Call
@@ -310,6 +310,8 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
         )
     except ToolError as exc:
         call.detail.setdefault("errors", []).append(f"{type(exc).__name__}: {exc.message}")
+        if isinstance(exc, InputRequired):
+            call.detail["stopped_for_input"] = True
         return _Failure(
             exc.kind,
             exc.message,
