@@ -12,6 +12,7 @@ from callgate.contract.context import (
     TrustedField,
 )
 from callgate.contract.function import FunctionHandler, spec_from_function
+from callgate.contract.handles import Handle, HandleConflict, HandleKind, Handles, UnknownHandle
 from callgate.contract.naming import InvalidToolName, check_tool_name, qualify
 from callgate.contract.spec import ToolHandler, ToolSpec
 from callgate.contract.toolbox import DuplicateTool, Toolbox, tool
@@ -24,6 +25,10 @@ __all__ = [
     "DuplicateTool",
     "EmbeddedResource",
     "FunctionHandler",
+    "Handle",
+    "HandleConflict",
+    "HandleKind",
+    "Handles",
     "Image",
     "InvalidToolName",
     "LogLevel",
@@ -38,6 +43,7 @@ __all__ = [
     "Toolbox",
     "Trusted",
     "TrustedField",
+    "UnknownHandle",
     "check_tool_name",
     "derive_risk",
     "qualify",

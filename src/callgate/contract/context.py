@@ -19,6 +19,7 @@ from typing import (
 
 import anyio.from_thread
 
+from callgate.contract.handles import Handles, HandleStore
 from callgate.errors import ConstructionError, ErrorKind, ToolError
 
 logger = logging.getLogger(__name__)
@@ -227,6 +228,9 @@ class ToolContext:
     can, these raise :class:`ClientCannot`. Over MCP 2026-07-28 a tool that asks
     runs again from the start once the client answers, so ask before changing
     anything, and ask the same questions in the same order.
+
+    State kept across calls goes in :attr:`handles` (opaque ids with a TTL, bound
+    to the caller; see :mod:`callgate.contract.handles`).
     """
 
     call_id: str
@@ -241,6 +245,19 @@ class ToolContext:
     """1 on the first try, higher on retries."""
     sink: ToolSink | None = field(default=None, repr=False, compare=False)
     """Where progress and log messages go; None drops them."""
+    handle_store: HandleStore | None = field(default=None, repr=False, compare=False)
+    """Where :attr:`handles` live (the gate's store); None outside a gate."""
+
+    @property
+    def handles(self) -> Handles:
+        """The caller's handles: create, get, update and close state kept across calls.
+
+        Raises:
+            RuntimeError: the tool runs outside a gate (no store to keep them in).
+        """
+        if self.handle_store is None:
+            raise RuntimeError("handles need a store: run the tool through a Gate")
+        return Handles(self.handle_store, self.principal)
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -110,6 +110,7 @@ async def _run_helper(call: Call, helper: ToolSpec) -> Any:
         idempotency_key=None,
         deadline=datetime.now(UTC) + timedelta(seconds=30),
         attempt=1,
+        handle_store=call.services.store,
     )
     if helper.handler.is_async:
         return await helper.handler.invoke(kwargs, injected, ctx)

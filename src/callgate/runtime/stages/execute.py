@@ -287,6 +287,7 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
         deadline=datetime.now(UTC) + timedelta(seconds=timeout),
         attempt=call.attempts,
         sink=_extending(call.sink, extend),
+        handle_store=call.services.store,
     )
     handler = spec.handler
     if spec.change is not None and spec.change.performer is not None:
