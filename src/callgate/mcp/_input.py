@@ -30,6 +30,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp import MCPError
 from mcp.server import ServerRequestContext
@@ -98,14 +99,15 @@ def _sampled_text(result: types.CreateMessageResult | types.CreateMessageResultW
 
 
 class ClientInputSink(RequestSink):
-    """The sink of one ``tools/call``: progress and logs, plus questions to the client.
+    """The sink of one request (``tools/call``, ``prompts/get``, ``resources/read``):
+    progress and logs, plus questions to the client.
 
     Args:
         ctx: the request's context.
         logger: the logger name of its log messages.
         min_level: see :class:`RequestSink`.
-        params: the call's params; at 2026-07-28 their ``inputResponses`` and
-            (already unsealed) ``requestState`` answer the tool's questions.
+        params: the request's params; at 2026-07-28 their ``inputResponses`` and
+            (already unsealed) ``requestState`` answer the function's questions.
         replay: the guard every accepted state is checked against.
 
     Raises:
@@ -118,7 +120,7 @@ class ClientInputSink(RequestSink):
         *,
         logger: str,
         min_level: types.LoggingLevel | None = None,
-        params: types.CallToolRequestParams,
+        params: types.InputResponseRequestParams,
         replay: ReplayGuard,
     ) -> None:
         super().__init__(ctx, logger=logger, min_level=min_level)
@@ -137,13 +139,23 @@ class ClientInputSink(RequestSink):
         # key -> (question digest, answer as JSON): answers of earlier rounds.
         self._recorded: dict[str, tuple[str, dict[str, Any]]] = {}
         self._responses: dict[str, Any] = {}
+        self.carried: dict[str, Any] = {}
+        """What the server itself carried in the state of the previous round (e.g.
+        the approval it asked about), see :meth:`request_state`."""
         if self.input_required:
             self._responses = dict(params.input_responses or {})
             if params.request_state is not None:
-                self._recorded = self._load(params.request_state, replay)
+                self._recorded, self.carried = self._load(params.request_state, replay)
+
+    @property
+    def responses(self) -> Mapping[str, Any]:
+        """This round's ``inputResponses`` (2026-07-28), by key."""
+        return self._responses
 
     @staticmethod
-    def _load(state: str, replay: ReplayGuard) -> dict[str, tuple[str, dict[str, Any]]]:
+    def _load(
+        state: str, replay: ReplayGuard
+    ) -> tuple[dict[str, tuple[str, dict[str, Any]]], dict[str, Any]]:
         try:
             data = json.loads(state)
             if data["v"] != _STATE_VERSION or not isinstance(data["n"], str):
@@ -152,29 +164,52 @@ class ClientInputSink(RequestSink):
                 str(key): (str(digest), dict(answer))
                 for key, (digest, answer) in dict(data["answers"]).items()
             }
+            carried = dict(data.get("c") or {})
         except (ValueError, KeyError, TypeError) as exc:
             raise invalid_state() from exc
         if not replay.use(data["n"]):
             raise invalid_state()
-        return recorded
+        return recorded, carried
 
-    def request_state(self) -> str:
-        """The state of the next round: every answer so far, and a fresh nonce.
+    def request_state(self, carry: Mapping[str, Any] | None = None) -> str:
+        """The state of the next round: every answer so far, what the server
+        ``carry``s to it, and a fresh nonce.
 
         Sealed by the SDK's boundary when the result leaves the server.
         """
         answers = {key: [digest, answer] for key, (digest, answer) in self._recorded.items()}
-        return json.dumps(
-            {"v": _STATE_VERSION, "n": secrets.token_urlsafe(16), "answers": answers},
-            separators=(",", ":"),
-        )
+        state: dict[str, Any] = {
+            "v": _STATE_VERSION,
+            "n": secrets.token_urlsafe(16),
+            "answers": answers,
+        }
+        if carry:
+            state["c"] = dict(carry)
+        return json.dumps(state, separators=(",", ":"))
+
+    def can_ask(self, capability: str) -> bool:
+        """Whether the client declared ``capability`` and can be asked now."""
+        declared = self._session.check_client_capability(_CAPABILITIES[capability])
+        return bool(declared and (self.input_required or self._session.can_send_request))
+
+    async def ask_now(self, request: types.ElicitRequest, *, timeout: float) -> types.ElicitResult:
+        """Ask the client on the call's own stream (2025-11-25) and wait up to ``timeout``.
+
+        Raises:
+            TimeoutError: no answer in time.
+            MCPError: the client answered with an error.
+        """
+        with anyio.fail_after(timeout):
+            return await self._session.send_request(
+                request,
+                types.ElicitResult,
+                metadata=ServerMessageMetadata(related_request_id=self._request_id),
+            )
 
     def _require(self, capability: str, what: str) -> None:
-        declared = self._session.check_client_capability(_CAPABILITIES[capability])
         # At 2025-11-25 the question is a request on the call's stream, which some
         # transports cannot carry (e.g. a JSON-only response): then it cannot ask either.
-        reachable = self.input_required or self._session.can_send_request
-        if not (declared and reachable):
+        if not self.can_ask(capability):
             self.missing = {capability: {}}  # the one that stopped the tool
             self.stopped_for = "capability"
             raise ClientCannot(capability, what)

@@ -41,10 +41,11 @@ from starlette.requests import Request
 from callgate import __version__
 from callgate.contract import Principal
 from callgate.mcp import _wire
+from callgate.mcp._approval import Confirmation
 from callgate.mcp._context import ContextHandlers
 from callgate.mcp._input import ClientInputSink, ReplayGuard
 from callgate.mcp.tasks import TaskRunner
-from callgate.runtime.envelope import Status
+from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.gate import Gate
 
 __all__ = [
@@ -314,13 +315,32 @@ def build_server(
         sink = ClientInputSink(
             ctx, logger=params.name, min_level=context.log_level, params=params, replay=replay
         )
-        envelope = await gate.call(
-            full,
-            params.arguments or {},
-            principal=principal,
-            session_id=_session_id(ctx) or session_id,
-            sink=sink,
-        )
+        confirmation = Confirmation(gate=gate, principal=principal, sink=sink)
+        answered = confirmation.answered() if sink.input_required else None
+        if answered is not None:  # the human answered last round's approval question
+            await confirmation.decide(answered[0], full, answered[1])
+
+        async def run() -> Envelope:
+            # Every round, and the run after an approval, passes the whole chain:
+            # the approved call is authorized again before it runs.
+            return await gate.call(
+                full,
+                params.arguments or {},
+                principal=principal,
+                session_id=_session_id(ctx) or session_id,
+                sink=sink,
+            )
+
+        envelope = await run()
+        pending = await confirmation.confirmable(envelope, full)
+        if pending is not None and (answered is None or pending.id != answered[0]):
+            if sink.input_required:
+                return confirmation.input_required(pending)
+            answer = await confirmation.ask_now(pending)
+            if answer is not None and await confirmation.decide(pending.id, full, answer) != (
+                "dismissed"
+            ):
+                envelope = await run()
         if sink.input_required and envelope.status is not Status.OK:
             if sink.stopped_for == "capability":
                 raise MCPError(
