@@ -190,6 +190,7 @@ async def test_prompts_list_is_name_ordered_with_arguments(client: Client) -> No
         prompts = {p.name: p for p in (await client.list_prompts()).prompts}
     assert list(prompts) == [
         "review",
+        "test_input_required_result_prompt",
         "test_prompt_with_arguments",
         "test_prompt_with_embedded_resource",
         "test_prompt_with_image",

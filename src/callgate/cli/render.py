@@ -180,8 +180,9 @@ def audit_table(calls: Sequence[CallSummary]) -> Table:
     for call in calls:
         table.add_row(
             _time(call),
-            call.who,
-            call.tool,
+            # Plain Text: a URI like ``notes://n1`` is no emoji code or markup.
+            Text(call.who),
+            Text(call.tool),
             Text(call.decision or "-", style=DECISION_STYLES.get(call.decision or "", "dim")),
             _outcome(call),
             _duration(call.duration_ms),
@@ -222,7 +223,13 @@ def audit_records(out: Console, records: Sequence[AuditRecord]) -> None:
         for name, value in (
             ("phase", record.phase),
             ("at", record.at.astimezone(UTC).isoformat()),
-            ("tool", f"{record.tool} (version {record.tool_version or '?'})"),
+            # Resource reads and prompt gets (``resource:<uri>``) have no version.
+            (
+                "tool",
+                f"{record.tool} (version {record.tool_version})"
+                if record.tool_version
+                else record.tool,
+            ),
             ("risk", record.risk),
             ("user (tenant)", f"{record.user} ({record.tenant})"),
             ("session", record.session_id),
@@ -240,7 +247,7 @@ def audit_records(out: Console, records: Sequence[AuditRecord]) -> None:
             ("detail", repr(record.detail) if record.detail else None),
         ):
             if value is not None:
-                grid.add_row(name, str(value))
+                grid.add_row(name, Text(str(value)))
         out.print(Text(f"{record.call_id} #{record.seq}", style="bold"))
         out.print(grid)
 

@@ -3,7 +3,12 @@
 A resource is data the host reads by URI (a schema, a note, a file), a prompt a
 reusable message template the user picks. Neither has side effects, so neither
 goes through the governed tool chain; who may see them is still decided by
-``scopes`` and the toolbox's tenants.
+``scopes`` and the toolbox's tenants, and every read is audited by whoever
+serves them (see ``callgate.mcp``).
+
+A function that declares a ``ToolContext`` parameter gets one, as tools do: it
+may ask the client (``ctx.elicit``, ``ctx.sample``, ``ctx.list_roots``) and
+report progress. The parameter is not a prompt argument or template variable.
 
 Example:
     box = Toolbox("notes")
@@ -30,7 +35,7 @@ from typing import Any, Literal
 import anyio.to_thread
 
 from callgate.contract.content import Block, Text
-from callgate.contract.context import Principal
+from callgate.contract.context import Principal, ToolContext
 from callgate.contract.docstrings import parse_docstring
 
 __all__ = [
@@ -111,6 +116,8 @@ class ResourceSpec:
     tenants: frozenset[str] | None = None
     completions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Known values of template variables, offered by completion."""
+    context_param: str | None = None
+    """The function's ``ToolContext`` parameter, if it declares one."""
     function: ResourceFunction = field(compare=False, repr=False)
 
     @property
@@ -138,17 +145,22 @@ class ResourceSpec:
             self.tenants is None or principal.tenant in self.tenants
         )
 
-    async def read(self, uri: str) -> ResourceContents:
+    async def read(self, uri: str, context: ToolContext | None = None) -> ResourceContents:
         """Call the function for ``uri``: a str becomes text, bytes a blob.
+
+        Args:
+            uri: the URI asked for (this resource's, or one its template matches).
+            context: passed to the function's ``ToolContext`` parameter.
 
         Raises:
             LookupError: ``uri`` is not this resource.
-            TypeError: the function returned something else.
+            TypeError: the function returned something else, or it needs a
+                context and got none.
         """
         bound = self.match(uri)
         if bound is None:
             raise LookupError(f"{uri!r} is not the resource {self.uri!r}")
-        value = await _call(self.function, bound)
+        value = await _call(self.function, _with_context(bound, self.context_param, context))
         if isinstance(value, str):
             return ResourceContents(uri=uri, mime_type=self.mime_type, text=value)
         if isinstance(value, bytes | bytearray):
@@ -178,6 +190,8 @@ class PromptSpec:
     arguments: tuple[PromptArgument, ...] = ()
     scopes: frozenset[str] = frozenset()
     tenants: frozenset[str] | None = None
+    context_param: str | None = None
+    """The function's ``ToolContext`` parameter, if it declares one."""
     function: PromptFunction = field(compare=False, repr=False)
 
     def visible_to(self, principal: Principal) -> bool:
@@ -185,18 +199,26 @@ class PromptSpec:
             self.tenants is None or principal.tenant in self.tenants
         )
 
-    async def render(self, arguments: Mapping[str, str]) -> tuple[Message, ...]:
+    async def render(
+        self, arguments: Mapping[str, str], context: ToolContext | None = None
+    ) -> tuple[Message, ...]:
         """The prompt's messages for ``arguments`` (unknown arguments are ignored).
+
+        Args:
+            arguments: the prompt's arguments, as the client sent them.
+            context: passed to the function's ``ToolContext`` parameter.
 
         Raises:
             MissingPromptArgument: a required argument is absent.
-            TypeError: the function returned something else than str or messages.
+            TypeError: the function returned something else than str or
+                messages, or it needs a context and got none.
         """
         missing = [a.name for a in self.arguments if a.required and a.name not in arguments]
         if missing:
             raise MissingPromptArgument(self.name, missing)
         known = {a.name for a in self.arguments}
-        value = await _call(self.function, {k: v for k, v in arguments.items() if k in known})
+        given = {k: v for k, v in arguments.items() if k in known}
+        value = await _call(self.function, _with_context(given, self.context_param, context))
         if isinstance(value, str):
             return (Message(content=Text(value)),)
         if isinstance(value, Sequence) and all(isinstance(m, Message) for m in value):
@@ -204,6 +226,16 @@ class PromptSpec:
         raise TypeError(
             f"prompt {self.name!r} returned {type(value).__name__}, not str or messages"
         )
+
+
+def _with_context(
+    kwargs: Mapping[str, str], param: str | None, context: ToolContext | None
+) -> dict[str, Any]:
+    if param is None:
+        return dict(kwargs)
+    if context is None:
+        raise TypeError(f"this function needs a ToolContext for its parameter {param!r}")
+    return {**kwargs, param: context}
 
 
 async def _call(fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
@@ -229,10 +261,19 @@ def _is_string(hint: Any) -> bool:
     return type(None) in args and all(a is type(None) or _is_string(a) for a in args)
 
 
-def _parameters(fn: Callable[..., Any]) -> tuple[list[inspect.Parameter], dict[str, Any]]:
-    """The parameters of ``fn``, each a plain keyword taking a string (MCP sends strings)."""
-    params = list(inspect.signature(fn).parameters.values())
+def _parameters(
+    fn: Callable[..., Any],
+) -> tuple[list[inspect.Parameter], dict[str, Any], str | None]:
+    """The parameters of ``fn``, each a plain keyword taking a string (MCP sends
+    strings), and the name of its ``ToolContext`` parameter (not among them)."""
     hints = typing.get_type_hints(fn)
+    params: list[inspect.Parameter] = []
+    context: str | None = None
+    for param in inspect.signature(fn).parameters.values():
+        if hints.get(param.name) is ToolContext:
+            context = param.name
+            continue
+        params.append(param)
     for param in params:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise TypeError(f"{fn.__qualname__}: parameter {param.name!r} must be a plain keyword")
@@ -241,7 +282,7 @@ def _parameters(fn: Callable[..., Any]) -> tuple[list[inspect.Parameter], dict[s
                 f"{fn.__qualname__}: parameter {param.name!r} must be a str (or a Literal of "
                 f"strings): clients send every argument as a string"
             )
-    return params, hints
+    return params, hints, context
 
 
 def _completions(
@@ -275,7 +316,7 @@ def resource_from_function(
     variables = _VARIABLE.findall(uri)
     if len(set(variables)) != len(variables):
         raise TypeError(f"URI template {uri!r} repeats a variable")
-    params, hints = _parameters(fn)
+    params, hints, context = _parameters(fn)
     if {p.name for p in params} != set(variables):
         raise TypeError(
             f"{fn.__qualname__}: parameters {[p.name for p in params]} must be the "
@@ -294,6 +335,7 @@ def resource_from_function(
         scopes=frozenset(scopes),
         tenants=tenants,
         completions=known,
+        context_param=context,
         function=fn,
     )
 
@@ -318,7 +360,7 @@ def prompt_from_function(
         TypeError: a parameter is not a plain keyword, or ``completions`` names
             an unknown argument.
     """
-    params, hints = _parameters(fn)
+    params, hints, context = _parameters(fn)
     summary, arg_docs = parse_docstring(fn.__doc__)
     given = _completions(completions, [p.name for p in params], fn.__qualname__)
     arguments = tuple(
@@ -338,5 +380,6 @@ def prompt_from_function(
         arguments=arguments,
         scopes=frozenset(scopes),
         tenants=tenants,
+        context_param=context,
         function=fn,
     )

@@ -4,19 +4,32 @@ Resources and prompts are read-only context, so they do not go through the
 governed tool chain; visibility is still checked on every request (scopes and
 tenants), and anything the principal may not see answers exactly like something
 that does not exist.
+
+Every ``resources/read`` and ``prompts/get`` is audited (:meth:`Gate.record_read`),
+found or not, before its answer leaves: who, what, the outcome (``permission``
+for a hidden one, though the client is told "not found") and how long it took.
+
+A function with a ``ToolContext`` parameter may ask the client, as tools do
+(see :mod:`callgate.mcp._input`): with server-to-client requests at 2025-11-25,
+with an ``input_required`` result and a sealed ``requestState`` at 2026-07-28.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
-from typing import Any
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, TypeVar
 
+import anyio
 import mcp_types as types
 from mcp import MCPError
 from mcp.server import ServerRequestContext
 
-from callgate.contract import Principal
+from callgate.contract import Principal, ToolContext
+from callgate.contract.context import ClientCannot, InputRequired
 from callgate.contract.resources import (
     Message,
     MissingPromptArgument,
@@ -24,7 +37,11 @@ from callgate.contract.resources import (
     ResourceContents,
     ResourceSpec,
 )
-from callgate.runtime.registry import Registry
+from callgate.errors import ErrorKind
+from callgate.mcp._input import ClientInputSink, ReplayGuard
+from callgate.runtime.call import new_id
+from callgate.runtime.envelope import Status
+from callgate.runtime.gate import Gate
 
 __all__ = ["MAX_COMPLETIONS", "ContextHandlers"]
 
@@ -32,6 +49,9 @@ MAX_COMPLETIONS = 100
 """The most values one completion answer may carry (MCP's limit)."""
 
 Ctx = ServerRequestContext[Any, Any]
+R = TypeVar("R")
+
+_HIDDEN = "not visible to this principal (scopes or tenant)"
 
 
 def _not_found(what: str, key: str, data: dict[str, Any]) -> MCPError:
@@ -52,6 +72,30 @@ def _contents(
     return types.TextResourceContents(
         uri=contents.uri, mime_type=contents.mime_type, text=contents.text or ""
     )
+
+
+@dataclass
+class _Read:
+    """One audited read or get, filled in as it goes."""
+
+    kind: Literal["resource", "prompt"]
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    call_id: str = field(default_factory=lambda: new_id("read"))
+    outcome: Status | ErrorKind | None = None
+    decision: Literal["allow", "deny"] | None = None
+    reason: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        # The audit record's id, as tools/call results carry it.
+        return {"callgate/callId": self.call_id}
+
+    def refused(self, error: ErrorKind, reason: str) -> None:
+        self.outcome, self.reason = error, reason
+        if error is ErrorKind.PERMISSION:
+            self.decision = "deny"
 
 
 def _message(message: Message) -> types.PromptMessage:
@@ -118,9 +162,19 @@ class ContextHandlers:
             (they are served without the toolbox prefix).
     """
 
-    def __init__(self, registry: Registry, principal: Principal) -> None:
-        self._registry = registry
+    def __init__(
+        self,
+        gate: Gate,
+        principal: Principal,
+        *,
+        replay: ReplayGuard,
+        session_of: Callable[[Ctx], str | None] = lambda _ctx: None,
+    ) -> None:
+        self._gate = gate
+        self._registry = gate.registry
         self._principal = principal
+        self._replay = replay
+        self._session_of = session_of
         self.log_level: types.LoggingLevel | None = None
         """The level the client asked for with logging/setLevel (2025-11-25); None: not set."""
         self._check_unique()
@@ -158,20 +212,144 @@ class ContextHandlers:
         visible = [s for s in self._all_prompts() if s.visible_to(self._principal)]
         return sorted(visible, key=lambda spec: spec.name)
 
-    def _find_resource(self, uri: str) -> tuple[ResourceSpec, dict[str, str]] | None:
+    def _find_resource(
+        self, uri: str, *, visible: bool = True
+    ) -> tuple[ResourceSpec, dict[str, str]] | None:
         # Exact URIs win over templates that happen to match them too.
-        specs = sorted(self.resources(), key=lambda spec: spec.is_template)
-        for spec in specs:
+        candidates = self.resources() if visible else self._all_resources()
+        for spec in sorted(candidates, key=lambda spec: spec.is_template):
             bound = spec.match(uri)
             if bound is not None:
                 return spec, bound
         return None
 
-    def _find_prompt(self, name: str) -> PromptSpec:
+    def _find_prompt(self, name: str, read: _Read | None = None) -> PromptSpec:
         for spec in self.prompts():
             if spec.name == name:
                 return spec
+        if read is not None:
+            hidden = any(spec.name == name for spec in self._all_prompts())
+            if hidden:
+                read.refused(ErrorKind.PERMISSION, _HIDDEN)
+            else:
+                read.refused(ErrorKind.CONSTRUCTION, "no such prompt")
         raise _not_found("Prompt", name, {"name": name})
+
+    async def _audited(self, ctx: Ctx, read: _Read, body: Callable[[], Awaitable[R]]) -> R:
+        """Run ``body`` and audit it: its answer (or error) leaves only once recorded.
+
+        Raises:
+            MCPError: what ``body`` raised, or ``-32603`` naming the record for a
+                failure of the function itself (no internals reach the client).
+        """
+        started = time.perf_counter()
+        try:
+            result = await body()
+        except anyio.get_cancelled_exc_class():
+            read.outcome = ErrorKind.TRANSIENT
+            read.detail["cancelled"] = True
+            # Shielded: the record is written before the cancellation goes on.
+            with anyio.CancelScope(shield=True):
+                await self._record(ctx, read, started)
+            raise
+        except MCPError:
+            read.outcome = read.outcome or ErrorKind.CONSTRUCTION
+            await self._record(ctx, read, started)
+            raise
+        except Exception as exc:
+            read.outcome = ErrorKind.UNRECOVERABLE
+            read.detail["internal_error"] = f"{type(exc).__name__}: {exc}"[:2000]
+            await self._record(ctx, read, started)
+            raise MCPError(
+                types.INTERNAL_ERROR,
+                f"The server failed to read this {read.kind} (reference {read.call_id}).",
+            ) from exc
+        read.outcome = read.outcome or Status.OK
+        await self._record(ctx, read, started)
+        return result
+
+    async def _record(self, ctx: Ctx, read: _Read, started: float) -> None:
+        await self._gate.record_read(
+            read.kind,
+            read.name,
+            principal=self._principal,
+            outcome=read.outcome or ErrorKind.UNRECOVERABLE,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            session_id=self._session_of(ctx),
+            arguments=read.arguments,
+            decision=read.decision,
+            reason=read.reason,
+            call_id=read.call_id,
+            detail=read.detail,
+        )
+
+    async def _run(
+        self,
+        ctx: Ctx,
+        params: types.InputResponseRequestParams,
+        read: _Read,
+        wants_context: bool,
+        run: Callable[[ToolContext | None], Awaitable[R]],
+    ) -> R | types.InputRequiredResult:
+        """Run a resource or prompt function within the gate's default timeout,
+        with a ``ToolContext`` backed by the client when it declares one.
+
+        Raises:
+            MCPError: ``-32602`` for a request state used before, ``-32021`` when
+                the client lacks a capability the function needed, ``-32603`` when
+                the function timed out.
+        """
+        limits = self._gate.limits
+        timeout = min(limits.default_timeout, limits.max_timeout)
+        context: ToolContext | None = None
+        sink: ClientInputSink | None = None
+        if wants_context:
+            try:
+                sink = ClientInputSink(
+                    ctx,
+                    logger=read.name,
+                    min_level=self.log_level,
+                    params=params,
+                    replay=self._replay,
+                )
+            except MCPError:
+                read.refused(ErrorKind.CONSTRUCTION, "invalid or replayed requestState")
+                raise
+            context = ToolContext(
+                call_id=read.call_id,
+                trace_id=read.call_id,
+                tool=f"{read.kind}:{read.name}",
+                principal=self._principal,
+                session_id=self._session_of(ctx),
+                idempotency_key=None,
+                deadline=datetime.now(UTC) + timedelta(seconds=timeout),
+                attempt=1,
+                sink=sink,
+            )
+        try:
+            with anyio.fail_after(timeout):
+                return await run(context)
+        except TimeoutError as exc:
+            read.refused(ErrorKind.TRANSIENT, f"timed out after {timeout:g} s")
+            raise MCPError(
+                types.INTERNAL_ERROR, f"Reading this {read.kind} took too long; try again later."
+            ) from exc
+        except InputRequired:
+            if sink is None or not sink.pending:
+                raise
+            read.outcome = Status.PENDING_INPUT
+            read.detail["asked"] = sorted(sink.pending)
+            return types.InputRequiredResult(
+                input_requests=sink.pending, request_state=sink.request_state(), _meta=read.meta
+            )
+        except ClientCannot as exc:
+            read.refused(ErrorKind.CONSTRUCTION, f"client lacks {exc.capability}")
+            missing = sink.missing if sink is not None and sink.missing else {exc.capability: {}}
+            raise MCPError(
+                types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"{read.name} needs the client capabilities {sorted(missing)}",
+                {"requiredCapabilities": missing},
+            ) from exc
 
     async def list_resources(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
@@ -189,23 +367,44 @@ class ContextHandlers:
 
     async def read_resource(
         self, ctx: Ctx, params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        """Read one resource.
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
+        """Read one resource, audited.
 
         Raises:
             MCPError: ``-32602`` with ``data.uri`` when the URI is unknown, hidden
                 from the principal, or the function raises ``LookupError`` (e.g.
-                a template variable naming nothing).
+                a template variable naming nothing); see also :meth:`_run`.
         """
         uri = params.uri
-        found = self._find_resource(uri)
-        if found is None:
-            raise _not_found("Resource", uri, {"uri": uri})
-        try:
-            contents = await found[0].read(uri)
-        except LookupError as exc:
-            raise _not_found("Resource", uri, {"uri": uri}) from exc
-        return types.ReadResourceResult(contents=[_contents(contents)])
+        read = _Read(kind="resource", name=uri)
+
+        async def body() -> types.ReadResourceResult | types.InputRequiredResult:
+            found = self._find_resource(uri)
+            if found is None:
+                if self._find_resource(uri, visible=False) is not None:
+                    read.refused(ErrorKind.PERMISSION, _HIDDEN)
+                else:
+                    read.refused(ErrorKind.CONSTRUCTION, "no such resource")
+                raise _not_found("Resource", uri, {"uri": uri})
+            spec, bound = found
+            read.arguments, read.decision = bound, "allow"
+            read.detail.update(toolbox=spec.toolbox, resource=spec.uri)
+            try:
+                contents = await self._run(
+                    ctx,
+                    params,
+                    read,
+                    spec.context_param is not None,
+                    lambda context: spec.read(uri, context),
+                )
+            except LookupError as exc:
+                read.refused(ErrorKind.CONSTRUCTION, f"the function found nothing: {exc}"[:200])
+                raise _not_found("Resource", uri, {"uri": uri}) from exc
+            if isinstance(contents, types.InputRequiredResult):
+                return contents
+            return types.ReadResourceResult(contents=[_contents(contents)], _meta=read.meta)
+
+        return await self._audited(ctx, read, body)
 
     async def subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         # Resources here are computed on read; there are no update events to send yet.
@@ -223,23 +422,44 @@ class ContextHandlers:
 
     async def get_prompt(
         self, ctx: Ctx, params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
-        """Render one prompt.
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        """Render one prompt, audited.
 
         Raises:
             MCPError: ``-32602`` for an unknown (or hidden) prompt or a missing
-                required argument.
+                required argument; see also :meth:`_run`.
         """
-        spec = self._find_prompt(params.name)
-        try:
-            messages = await spec.render(params.arguments or {})
-        except MissingPromptArgument as exc:
-            raise MCPError(
-                types.INVALID_PARAMS, str(exc), {"name": spec.name, "missing": list(exc.missing)}
-            ) from exc
-        return types.GetPromptResult(
-            description=spec.description or None, messages=[_message(m) for m in messages]
-        )
+        arguments = params.arguments or {}
+        read = _Read(kind="prompt", name=params.name, arguments=arguments)
+
+        async def body() -> types.GetPromptResult | types.InputRequiredResult:
+            spec = self._find_prompt(params.name, read)
+            read.decision = "allow"
+            read.detail["toolbox"] = spec.toolbox
+            try:
+                messages = await self._run(
+                    ctx,
+                    params,
+                    read,
+                    spec.context_param is not None,
+                    lambda context: spec.render(arguments, context),
+                )
+            except MissingPromptArgument as exc:
+                read.refused(ErrorKind.CONSTRUCTION, str(exc))
+                raise MCPError(
+                    types.INVALID_PARAMS,
+                    str(exc),
+                    {"name": spec.name, "missing": list(exc.missing)},
+                ) from exc
+            if isinstance(messages, types.InputRequiredResult):
+                return messages
+            return types.GetPromptResult(
+                description=spec.description or None,
+                messages=[_message(m) for m in messages],
+                _meta=read.meta,
+            )
+
+        return await self._audited(ctx, read, body)
 
     async def complete(self, ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
         """Values starting with what the user typed, from the argument's known values.

@@ -12,6 +12,8 @@ scenarios of ``@modelcontextprotocol/conformance`` 0.2.0-alpha.12 read, verbatim
   ``resources-subscribe`` / ``-unsubscribe`` subscribe to a URI nobody serves;
 - ``prompts-list``, ``prompts-get-simple``, ``prompts-get-with-args``,
   ``prompts-get-embedded-resource``, ``prompts-get-with-image``;
+- ``input-required-result-non-tool-request`` (2026-07-28): a prompt that asks
+  the user for context before it renders (``input_required`` on ``prompts/get``);
 - ``completion-complete`` completes ``arg1`` of ``test_prompt_with_arguments``.
 
 Resource URIs and prompt names are never prefixed with the toolbox name, so no
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import json
 
-from callgate.contract import EmbeddedResource, Image, Text, Toolbox
+from callgate.contract import EmbeddedResource, Image, Text, Toolbox, ToolContext
 from callgate.contract.resources import Message
 from callgate.mcp.fixture import PNG_1X1_RED
 
@@ -43,6 +45,13 @@ EMBEDDED_TEXT = "Embedded resource content for testing."
 
 ARG1_EXAMPLES = ("paris", "park", "party", "testValue1")
 """What completion offers for ``arg1`` (the scenario accepts any list)."""
+
+CONTEXT_QUESTION = "What context should the prompt use?"
+CONTEXT_FORM = {
+    "type": "object",
+    "properties": {"context": {"type": "string"}},
+    "required": ["context"],
+}
 
 
 def static_text() -> str:
@@ -99,6 +108,15 @@ def test_prompt_with_image() -> list[Message]:
     ]
 
 
+async def test_input_required_result_prompt(ctx: ToolContext) -> str:
+    """A prompt that asks the user for its context first (scenario
+    input-required-result-non-tool-request)."""
+    answer = await ctx.elicit(CONTEXT_QUESTION, CONTEXT_FORM, key="user_context")
+    if not answer.accepted:
+        return "Answer without any particular context."
+    return f"Answer with this context in mind: {(answer.content or {}).get('context', '')}"
+
+
 def context_toolboxes() -> list[Toolbox]:
     """The conformance resources and prompts, in a new toolbox on every call.
 
@@ -118,4 +136,5 @@ def context_toolboxes() -> list[Toolbox]:
     box.prompt(completions={"arg1": ARG1_EXAMPLES})(test_prompt_with_arguments)
     box.prompt(test_prompt_with_embedded_resource)
     box.prompt(test_prompt_with_image)
+    box.prompt(test_input_required_result_prompt)
     return [box]

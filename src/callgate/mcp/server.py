@@ -297,7 +297,9 @@ def build_server(
         keys=[secrets.token_bytes(32)], bind_principal=lambda _ctx: binding
     )
     replay = ReplayGuard(security.ttl)
-    context = ContextHandlers(gate.registry, principal)
+    context = ContextHandlers(
+        gate, principal, replay=replay, session_of=lambda ctx: _session_id(ctx) or session_id
+    )
     resources = context.has_resources
     prompts = context.has_prompts
 

@@ -7,18 +7,20 @@ import os
 import threading
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
+from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import platformdirs
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from callgate.contract import Principal, Toolbox, ToolSink, ToolSpec
+from callgate.errors import ErrorKind
 from callgate.runtime import pipeline
 from callgate.runtime.approvals import ApprovalError, Approvals
 from callgate.runtime.builtin import BUILTIN_TOOLBOX, builtin_toolbox
-from callgate.runtime.call import Call, Limits
-from callgate.runtime.envelope import Envelope
+from callgate.runtime.call import Call, Limits, hash_json, new_id
+from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.policy import Policy
 from callgate.runtime.registry import Registry
 from callgate.runtime.services import Services
@@ -256,6 +258,76 @@ class Gate:
                 self._portal_cm = start_blocking_portal(backend="asyncio")
                 self._portal = self._portal_cm.__enter__()
             return self._portal
+
+    async def record_read(
+        self,
+        kind: Literal["resource", "prompt"],
+        name: str,
+        *,
+        principal: Principal,
+        outcome: Status | ErrorKind,
+        duration_ms: float,
+        session_id: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+        decision: Literal["allow", "deny"] | None = None,
+        reason: str | None = None,
+        call_id: str | None = None,
+        detail: Mapping[str, Any] | None = None,
+    ) -> AuditRecord:
+        """Append the audit record of one resource read or prompt get; once durable,
+        return it.
+
+        Reads do not run through the chain (they have no side effects), but who
+        read what is audited like a call: one ``final`` record whose ``tool`` is
+        ``resource:<uri>`` or ``prompt:<name>``, with ``risk`` ``read``.
+
+        Args:
+            kind: what was read.
+            name: the URI read (not its template) or the prompt's name.
+            principal: who read it.
+            outcome: ``Status.OK``, ``Status.PENDING_INPUT`` (the client was asked
+                for input first), or the error kind (``CONSTRUCTION`` for an unknown
+                one, ``PERMISSION`` for one the principal may not see).
+            duration_ms: how long the read took.
+            session_id: the conversation it belongs to.
+            arguments: the prompt's arguments or the template's variables; only
+                their hash is kept.
+            decision: ``allow`` once visibility was checked, ``deny`` when refused.
+            reason: why it was refused (operator-facing; the client is told less).
+            call_id: the read's id, if the caller already made one (``new_id``).
+            detail: further operator-only facts (the toolbox, the URI template).
+        """
+        await self.open()
+        assert self._services is not None
+        is_error = isinstance(outcome, ErrorKind)
+        record = AuditRecord(
+            call_id=call_id or new_id(kind),
+            phase="final",
+            at=datetime.now(UTC),
+            trace_id=os.urandom(16).hex(),
+            tool=f"{kind}:{name}",
+            user=principal.user,
+            tenant=principal.tenant,
+            session_id=session_id,
+            args_hash=hash_json(dict(arguments or {})),
+            risk="read",
+            decision=decision,
+            decision_reason=reason,
+            status=Status.ERROR.value if is_error else outcome.value,
+            outcome=outcome.value,
+            duration_ms=round(duration_ms, 3),
+            detail=dict(detail or {}),
+        )
+        # Counted as running, so aclose() waits for the record to be written.
+        self._running += 1
+        self._idle.clear()
+        try:
+            await self._services.committer.append(record)
+        finally:
+            self._running -= 1
+            if self._running == 0:
+                self._idle.set()
+        return record
 
     # approvals -------------------------------------------------------------
     async def approvals(self) -> Approvals:
