@@ -17,11 +17,16 @@ EXPECTED = {
     "ops.deploy_status": ("deploy:read", RiskTier.READ),
     "ops.notes_read": ("notes:read", RiskTier.READ),
     "ops.notes_search": ("notes:read", RiskTier.READ),
+    "ops.runbook_start": ("notes:read", RiskTier.WRITE_IDEMPOTENT),
+    "ops.runbook_status": ("notes:read", RiskTier.READ),
+    "ops.runbook_step_done": ("notes:read", RiskTier.WRITE_IDEMPOTENT),
     "ops.send_email": ("email:send", RiskTier.WRITE_HIGH_RISK),
     "ops.web_fetch": ("web:read", RiskTier.READ),
 }
 CHANGE_TOOLS = {"ops.budget_change_apply", "ops.budget_change_preview", "ops.budget_change_status"}
 """Declared with ``toolbox.change``: the runtime writes parts of their descriptions."""
+RUN_TOOLS = {"ops.runbook_status", "ops.runbook_step_done"}
+"""Their examples need a run handle, which only ops.runbook_start makes (tested apart)."""
 
 
 def _specs() -> dict[str, ToolSpec]:
@@ -62,6 +67,9 @@ def test_trusted_fields_are_not_in_the_model_facing_schema() -> None:
         if spec.name in {"ops.budget_change_apply", "ops.budget_change_status"}:
             # They take only the preview id; the previewed arguments are stored.
             assert list(spec.input_schema["properties"]) == ["preview_id"], spec.name
+        elif spec.name == "ops.runbook_status":
+            # Its run handle is bound to the caller by the runtime (ctx.handles).
+            assert list(spec.input_schema["properties"]) == ["run"]
         elif spec.name != "ops.web_fetch":  # public pages: nobody's data
             assert spec.trusted_fields, spec.name
     assert set(specs["ops.budget_change_preview"].trusted_fields) == {"tenant_id"}
@@ -76,7 +84,7 @@ def test_only_campaigns_find_offers_concise_and_detailed() -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("name", sorted(set(EXPECTED) - CHANGE_TOOLS))
+@pytest.mark.parametrize("name", sorted(set(EXPECTED) - CHANGE_TOOLS - RUN_TOOLS))
 async def test_every_input_example_runs_through_the_gate(
     name: str, alice: Principal, anyio_backend: str
 ) -> None:
@@ -165,7 +173,13 @@ def test_the_demo_shows_the_lethal_trifecta() -> None:
 
     report = static_check(_specs().values())
     assert report == {
-        "private_data": ["ops.notes_read", "ops.notes_search"],
+        "private_data": [
+            "ops.notes_read",
+            "ops.notes_search",
+            "ops.runbook_start",
+            "ops.runbook_status",
+            "ops.runbook_step_done",
+        ],
         "untrusted_content": ["ops.web_fetch"],
         "exfiltration": ["ops.send_email"],
     }

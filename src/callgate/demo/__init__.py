@@ -5,7 +5,10 @@ One toolbox, ``ops``, with tools over four kinds of things of two tenants
 the previewed change ``ops.budget_change_preview`` / ``ops.budget_change_apply``
 / ``ops.budget_change_status``), production deployments (``ops.deploy_status``,
 ``ops.deploy_rollback``), internal notes (``ops.notes_search``,
-``ops.notes_read``) and outbound email (``ops.send_email``). It is what the
+``ops.notes_read``; a runbook's checklist is worked through across calls with
+``ops.runbook_start`` / ``ops.runbook_step_done`` / ``ops.runbook_status``, behind
+a run handle that lives 2 hours after its last change) and outbound email
+(``ops.send_email``). It is what the
 README, the docs and the CLI demonstrate on, and a realistic target for evals.
 
 A budget change is two steps: the preview computes the impact (before/after,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from callgate.contract import Toolbox
 from callgate.demo._campaigns import BUDGET_PREVIEW_TTL, CampaignTools, add_budget_change
+from callgate.demo._checklists import ChecklistTools
 from callgate.demo._deploys import DeployTools
 from callgate.demo._email import EmailTools
 from callgate.demo._notes import NoteTools
@@ -28,17 +29,22 @@ def build_toolboxes(state: DemoState, *, budget_ttl: float = BUDGET_PREVIEW_TTL)
     notes = NoteTools(state)
     email = EmailTools(state)
     web = WebTools()
+    checklists = ChecklistTools(state)
     ops = Toolbox(
         TOOLBOX,
         description="Demo operations domain: ad campaigns, production deployments, "
-        "internal notes, outbound email and an offline web reader, for the tenants "
-        "acme and globex (seeded sample data; email is never delivered).",
+        "internal notes and runbook checklist runs, outbound email and an offline web "
+        "reader, for the tenants acme and globex (seeded sample data; email is never "
+        "delivered).",
         tools=[
             campaigns.campaigns_find,
             deploys.deploy_status,
             deploys.deploy_rollback,
             notes.notes_search,
             notes.notes_read,
+            checklists.runbook_start,
+            checklists.runbook_step_done,
+            checklists.runbook_status,
             email.send_email,
             web.web_fetch,
         ],
