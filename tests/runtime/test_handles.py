@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -79,7 +80,7 @@ async def test_a_draft_keeps_its_state_across_calls(make_gate: GateFactory) -> N
         )
         read = await gate.call("pad.draft_read", {"draft": draft}, principal=ALICE)
 
-    assert draft.startswith("drf_") and len(draft) > 20
+    assert re.fullmatch(r"drf_[A-Za-z0-9]{24}", draft)
     expires = datetime.fromisoformat(created.payload["expires_at"])
     assert timedelta(minutes=29) < expires - datetime.now(UTC) <= timedelta(minutes=30)
     assert appended.payload == {"draft": draft, "lines": 2}

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
 __all__ = ["Handle", "HandleConflict", "HandleKind", "HandleStore", "Handles", "UnknownHandle"]
 
 _PREFIX = re.compile(r"[a-z]{2,8}")
+# Letters and digits only: no "-" or "_" for a model to drop or a reader to
+# mistake for the prefix's separator. 24 of 62 symbols: about 143 random bits.
+_ID_ALPHABET = string.ascii_letters + string.digits
+_ID_LENGTH = 24
 _UNITS = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
 
 
@@ -166,7 +171,7 @@ class Handles:
         """A new handle of ``kind`` holding ``data`` (JSON-able), bound to the caller."""
         now = datetime.now(UTC)
         record = HandleRecord(
-            id=f"{kind.prefix}_{secrets.token_urlsafe(18)}",
+            id=f"{kind.prefix}_{''.join(secrets.choice(_ID_ALPHABET) for _ in range(_ID_LENGTH))}",
             kind=kind.name,
             user=self._user,
             tenant=self._tenant,
