@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
 
 from callgate.store import HandleRecord, Store
+
+if TYPE_CHECKING:
+    from tests.store.conftest import Database
 
 pytestmark = pytest.mark.anyio
 
@@ -121,3 +124,22 @@ async def test_a_tenantless_handle_round_trips(store: Store) -> None:
     await store.create_handle(record)
 
     assert await store.get_handle("run_1") == record
+
+
+async def test_a_second_replica_sees_and_updates_the_same_handle(database: Database) -> None:
+    async with database.store() as first, database.store() as second:
+        await first.create_handle(make_handle())
+        seen = await second.get_handle("run_1")
+        now = datetime.now(UTC)
+        updated = await second.update_handle(
+            "run_1", version=1, data={"steps": []}, at=now, expires_at=now + timedelta(hours=1)
+        )
+        # The first replica's update, based on version 1, loses.
+        stale = await first.update_handle(
+            "run_1", version=1, data={"lost": True}, at=now, expires_at=now + timedelta(hours=1)
+        )
+        got = await first.get_handle("run_1")
+
+    assert seen is not None and seen.user == "alice" and seen.version == 1
+    assert updated is not None and stale is None
+    assert got is not None and (got.version, got.data) == (2, {"steps": []})
