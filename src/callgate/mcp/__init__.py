@@ -1,5 +1,6 @@
 """Serve callgate's governed tools over MCP (the official ``mcp`` SDK)."""
 
+from callgate.mcp._events import MemoryEventStore
 from callgate.mcp.server import (
     LOOPBACK_HOSTS,
     MCP_PATH,
@@ -12,6 +13,7 @@ from callgate.mcp.server import (
 __all__ = [
     "LOOPBACK_HOSTS",
     "MCP_PATH",
+    "MemoryEventStore",
     "build_server",
     "default_principal",
     "run_stdio",

@@ -43,6 +43,7 @@ from callgate.contract import Principal
 from callgate.mcp import _wire
 from callgate.mcp._approval import Confirmation
 from callgate.mcp._context import ContextHandlers
+from callgate.mcp._events import MemoryEventStore, SessionEvents
 from callgate.mcp._input import ClientInputSink, ReplayGuard
 from callgate.mcp.tasks import TaskRunner
 from callgate.runtime.envelope import Envelope, Status
@@ -60,6 +61,8 @@ __all__ = [
 MCP_PATH = "/mcp"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 _SESSION_HEADER = "mcp-session-id"
+# How long a client whose SSE stream dropped waits before it reconnects (milliseconds).
+SSE_RETRY_MS = 1000
 
 logger = logging.getLogger(__name__)
 
@@ -409,16 +412,48 @@ def _security(host: str) -> TransportSecuritySettings:
     )
 
 
-def streamable_http_app(server: Server[Any], *, host: str = "127.0.0.1") -> Starlette:
+def streamable_http_app(
+    server: Server[Any],
+    *,
+    host: str = "127.0.0.1",
+    resumable: bool = True,
+    event_store: MemoryEventStore | None = None,
+    retry_ms: int = SSE_RETRY_MS,
+) -> Starlette:
     """An ASGI app serving ``server`` over Streamable HTTP at ``/mcp``.
 
     Requests whose Host or Origin header does not name ``host`` (or loopback,
     when ``host`` is loopback) are refused, against DNS rebinding. Run the
     app's lifespan (uvicorn does) before serving requests.
+
+    2025-11-25 SSE streams are resumable: each POST stream opens with a
+    priming event (an id, empty data, ``retry: retry_ms``), every event has an
+    id, and a client whose stream dropped gets what it missed by reconnecting
+    with ``GET`` and ``Last-Event-ID`` on the same session (see
+    :mod:`callgate.mcp._events`).
+
+    Args:
+        server: the MCP server to serve.
+        host: the host clients name (Host and Origin checks).
+        resumable: False serves SSE streams without event ids (nothing stored).
+        event_store: where the events are kept, to size it; by default a
+            :class:`MemoryEventStore` with its default bounds, for this app only.
+        retry_ms: how long a client waits before reconnecting (the SSE ``retry``
+            field), in milliseconds.
     """
-    return server.streamable_http_app(
-        streamable_http_path=MCP_PATH, host=host, transport_security=_security(host)
+    store = None
+    if resumable:
+        store = event_store if event_store is not None else MemoryEventStore()
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        host=host,
+        transport_security=_security(host),
+        event_store=store,
+        retry_interval=retry_ms if store is not None else None,
     )
+    if store is not None:
+        app.add_middleware(SessionEvents, store=store)
+    return app
 
 
 async def run_stdio(server: Server[Any]) -> None:
