@@ -52,6 +52,7 @@ SCENARIO_TOOLS = {
     "tasks-* (tool error)": "failing_job",
     "tasks-* (protocol error)": "protocol_error_job",
     "tasks-* (elicitation)": "confirm_delete",
+    "tasks-mrtr-partial-fulfillment": "multi_input",
     "tools-call-sampling": "test_sampling",
     "tools-call-elicitation": "test_elicitation",
     "elicitation-sep1034-defaults": "test_elicitation_sep1034_defaults",

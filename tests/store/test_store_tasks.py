@@ -84,28 +84,97 @@ async def test_concurrent_endings_have_one_winner(store: Store) -> None:
     assert got is not None and got.status == wins[0]
 
 
-async def test_active_tasks_of_other_owners_are_abandoned(store: Store) -> None:
-    await store.create_task(make_task(id="mine", owner="proc-b"))
-    await store.create_task(make_task(id="dead", owner="proc-a"))
-    await store.create_task(make_task(id="asking", owner="proc-a", status="input_required"))
-    await store.create_task(make_task(id="done", owner="proc-a"))
+async def test_working_tasks_whose_lease_ran_out_are_abandoned(store: Store) -> None:
+    lease = NOW + timedelta(seconds=30)
+    await store.create_task(make_task(id="renewed", lease_until=lease))
+    await store.create_task(make_task(id="dead", lease_until=NOW - timedelta(seconds=1)))
+    await store.create_task(make_task(id="no-lease"))  # written before leases existed
+    await store.create_task(make_task(id="asking", status="input_required"))
+    await store.create_task(make_task(id="done", lease_until=NOW - timedelta(seconds=1)))
     await store.finish_task("done", status="completed", at=NOW, result={"content": []})
 
-    count = await store.abandon_tasks(owner_not="proc-b", at=NOW, message="outcome unknown")
+    count = await store.abandon_tasks(at=NOW, message="outcome unknown")
 
     assert count == 2
     statuses = {}
-    for task_id in ("mine", "dead", "asking", "done"):
+    for task_id in ("renewed", "dead", "no-lease", "asking", "done"):
         got = await store.get_task(task_id)
         assert got is not None
         statuses[task_id] = got.status
+    # A task waiting for input runs nowhere: any server may resume it, none gives it up.
     assert statuses == {
-        "mine": "working",
+        "renewed": "working",
         "dead": "failed",
-        "asking": "failed",
+        "no-lease": "failed",
+        "asking": "input_required",
         "done": "completed",
     }
     dead = await store.get_task("dead")
     assert dead is not None
     assert dead.message == "outcome unknown"
     assert dead.error == {"code": -32603, "message": "outcome unknown"}
+
+
+async def test_a_lease_is_renewed_only_while_the_task_works(store: Store) -> None:
+    await store.create_task(make_task(lease_until=NOW))
+    later = NOW + timedelta(minutes=1)
+
+    renewed = await store.renew_task_lease("task-1", owner="proc-b", until=later)
+    await store.finish_task("task-1", status="cancelled", at=NOW)
+    after_cancel = await store.renew_task_lease("task-1", owner="proc-b", until=later)
+
+    assert renewed and not after_cancel
+    got = await store.get_task("task-1")
+    assert got is not None and got.owner == "proc-b" and got.lease_until == later
+
+
+QUESTIONS = {
+    "a": {"method": "elicitation/create", "params": {"message": "A?"}},
+    "b": {"method": "elicitation/create", "params": {"message": "B?"}},
+}
+
+
+async def test_a_parked_task_collects_answers_then_works_again(store: Store) -> None:
+    await store.create_task(make_task(arguments={"x": 1}, lease_until=NOW))
+    parked = await store.park_task(
+        "task-1", at=NOW, input_requests=QUESTIONS, request_state='{"v":1}', call_id="c-1"
+    )
+    again = await store.park_task("task-1", at=NOW, input_requests=QUESTIONS, request_state=None)
+
+    first = await store.answer_task("task-1", {"a": {"action": "accept"}}, at=NOW)
+    with pytest.raises(ValueError, match="not a pending input request"):
+        await store.answer_task("task-1", {"a": {"action": "decline"}}, at=NOW)
+    last = await store.answer_task("task-1", {"b": {"action": "cancel"}}, at=NOW)
+    late = await store.answer_task("task-1", {"b": {"action": "cancel"}}, at=NOW)
+
+    assert parked and not again  # only a working task parks
+    assert first is not None and first.status == "input_required"
+    assert first.input_requests == {"b": QUESTIONS["b"]}
+    assert last is not None and last.status == "working"
+    assert last.input_requests == {}
+    assert last.responses == {"a": {"action": "accept"}, "b": {"action": "cancel"}}
+    assert last.arguments == {"x": 1} and last.request_state == '{"v":1}'
+    assert late is None  # not waiting any more
+    got = await store.get_task("task-1")
+    assert got is not None and got.status == "working" and got.call_id == "c-1"
+
+
+async def test_concurrent_answers_are_all_kept_and_resume_once(store: Store) -> None:
+    many = {f"q{i}": {"method": "elicitation/create", "params": {}} for i in range(8)}
+    await store.create_task(make_task())
+    await store.park_task("task-1", at=NOW, input_requests=many, request_state=None)
+    resumed: list[str] = []
+
+    async def answer(key: str) -> None:
+        updated = await store.answer_task("task-1", {key: {"action": "accept"}}, at=NOW)
+        if updated is not None and updated.status == "working":
+            resumed.append(key)
+
+    async with anyio.create_task_group() as group:
+        for key in many:
+            group.start_soon(answer, key)
+
+    got = await store.get_task("task-1")
+    assert got is not None and got.status == "working"
+    assert set(got.responses or {}) == set(many)
+    assert len(resumed) == 1

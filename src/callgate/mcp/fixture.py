@@ -22,11 +22,12 @@ What a toolbox expresses here, per scenario (both spec versions unless noted):
   server must send ``tools/list_changed``.
 - Tasks extension fixtures (``tasks-*``, optional): ``greet``, ``slow_compute``,
   ``failing_job`` (a tool execution error), ``protocol_error_job`` (an unexpected
-  exception, to become a failed task) and ``confirm_delete`` (destructive: a policy
-  that requires approval makes the server elicit). ``slow_compute`` and
-  ``protocol_error_job`` carry the ``task`` tag (they run as tasks where the client
-  declares the extension), ``failing_job`` the ``task:required`` tag (only as a task;
-  see :mod:`callgate.mcp.tasks`).
+  exception, to become a failed task), ``confirm_delete`` and ``multi_input`` (they
+  ask the user, one question or two at once: the task waits in ``input_required``
+  for ``tasks/update``). ``slow_compute``, ``protocol_error_job`` and the two that
+  ask carry the ``task`` tag (they run as tasks where the client declares the
+  extension), ``failing_job`` the ``task:required`` tag (only as a task; see
+  :mod:`callgate.mcp.tasks`).
 - Content results (``Content``, sent as MCP content blocks): ``tools-call-image``,
   ``tools-call-audio``, ``tools-call-embedded-resource``, ``tools-call-mixed-content``.
 - Asking the client through ``ToolContext.elicit`` / ``sample`` / ``list_roots`` (the
@@ -57,8 +58,7 @@ them itself (a server-level fixture, or new contract features):
   ``input-required-result-non-tool-request`` (a prompt that asks the client: prompts
   get no ``ToolContext``);
 - completion: ``completion-complete``; logging: ``logging-set-level`` (2025-11-25);
-- tasks: ``multi_input`` (two elicitations at once), ``test_tool_with_task``
-  (input, then a task), task support ``required`` for ``failing_job``;
+- tasks: ``test_tool_with_task`` (input, then a task);
 - protocol only, no fixture: ``server-initialize``, ``server-session-lifecycle``,
   ``ping``, ``tools-list``, ``server-sse-multiple-streams``,
   ``dns-rebinding-protection``, ``http-header-validation``.
@@ -88,7 +88,7 @@ from callgate.contract import (
 )
 from callgate.contract.function import spec_from_function
 from callgate.errors import BusinessStateError
-from callgate.mcp.fixture_input import ASKS_CLIENT
+from callgate.mcp.fixture_input import ASKS_CLIENT, TASKS_ASK_CLIENT
 from callgate.mcp.tasks import TASK_REQUIRED_TAG, TASK_TAG
 
 __all__ = [
@@ -308,15 +308,6 @@ def protocol_error_job() -> str:
     raise RuntimeError("protocol_error_job crashed on purpose")
 
 
-def confirm_delete(filename: str) -> str:
-    """Delete a file after the user confirms (tasks scenarios; nothing is deleted).
-
-    Args:
-        filename: The file to delete.
-    """
-    return f"Deleted {filename}."
-
-
 def test_dynamic_tool() -> str:
     """A tool that test_trigger_tool_change adds and removes."""
     return "The dynamic tool is here."
@@ -393,7 +384,8 @@ def fixture_toolboxes() -> list[Toolbox]:
     box.add(slow_compute, read_only=True, idempotent=True, timeout=120.0, tags=tasks)
     box.add(failing_job, read_only=True, idempotent=True, tags=[TASK_REQUIRED_TAG])
     box.add(protocol_error_job, read_only=True, idempotent=True, tags=tasks)
-    box.add(confirm_delete, destructive=True, idempotent=True)
+    for asks in TASKS_ASK_CLIENT:  # they ask before they change anything
+        box.add(asks, destructive=True, idempotent=True, tags=tasks)
     box.add(_ToolChanger(box).test_trigger_tool_change, read_only=False, destructive=False)
     box.add_spec(_json_schema_tool(box))
     # Imported here: the context fixture imports this module's sample media.

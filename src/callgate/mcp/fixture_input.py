@@ -200,6 +200,39 @@ async def test_streaming_elicitation(ctx: ToolContext) -> str:
     return f"Noted: action={answer.action}"
 
 
+_CONFIRM = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean", "title": "Delete it?"}},
+    "required": ["confirm"],
+}
+
+
+async def confirm_delete(ctx: ToolContext, filename: str) -> str:
+    """Delete a file once the user confirms (tasks-mrtr-input; nothing is deleted).
+
+    Args:
+        filename: The file to delete.
+    """
+    answer = await ctx.elicit(f"Delete {filename}?", _CONFIRM, key="confirm_delete")
+    if answer.accepted and (answer.content or {}).get("confirm") is True:
+        return f"Deleted {filename}."
+    return f"Kept {filename}: not confirmed."
+
+
+async def multi_input(ctx: ToolContext) -> str:
+    """Ask two questions at once (tasks-mrtr-partial-fulfillment: the client may
+    answer them one at a time)."""
+    first, second = await ctx.ask_all(
+        ctx.elicit("First name?", _form({"name": "string"}), key="first"),
+        ctx.elicit("Second name?", _form({"name": "string"}), key="second"),
+    )
+    return f"{(first.content or {}).get('name')} and {(second.content or {}).get('name')}"
+
+
+TASKS_ASK_CLIENT: tuple[Callable[..., Awaitable[str]], ...] = (confirm_delete, multi_input)
+"""Tools that ask the client and run as tasks where the client declares the extension."""
+
+
 ASKS_CLIENT: tuple[Callable[..., Awaitable[str]], ...] = (
     test_sampling,
     test_elicitation,

@@ -22,6 +22,7 @@ import asyncio
 import logging
 import secrets
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 import anyio
@@ -255,6 +256,7 @@ def build_server(
     unprefixed: Iterable[str] = (),
     session_id: str | None = None,
     request_state: RequestStateSecurity | None = None,
+    task_lease: timedelta = timedelta(seconds=30),
 ) -> Server[Any]:
     """An MCP server whose tools are the gate's, called as ``principal``.
 
@@ -275,6 +277,9 @@ def build_server(
             held by this process only, so with several replicas pass
             ``RequestStateSecurity(keys=[shared secret])``. States are bound to
             the server's principal.
+        task_lease: how long a running task's lease lasts (its runner renews it
+            every third of that); a task of a server that died reads as failed
+            once its lease has run out.
 
     Resources and prompts of the toolboxes are served unprefixed, filtered by
     ``principal`` like tools; their capabilities are advertised when some
@@ -387,7 +392,9 @@ def build_server(
     # Seals outgoing requestState and verifies (and unseals) what clients echo.
     server.middleware.append(RequestStateBoundary(security, default_audience=name))
     # Task-tagged tools run as durable tasks where the client declares the extension.
-    TaskRunner(gate, principal=principal, wire_to_full=names.full).install(server)
+    TaskRunner(
+        gate, principal=principal, wire_to_full=names.full, call_tool=call_tool, lease=task_lease
+    ).install(server)
     # Registered apart: the constructor's on_set_logging_level warns that logging
     # is deprecated at 2026-07-28, but 2025-11-25 clients still send it.
     server.add_request_handler(

@@ -10,11 +10,19 @@ task, with the tool's result inlined once ``completed`` (a tool execution error
 is ``completed`` with ``isError``) or a JSON-RPC error once ``failed`` (the tool
 crashed: an ``unrecoverable`` outcome). ``tasks/cancel`` cancels it.
 
+A task whose call needs input from the client (a tool's question, or the
+requester's approval) reports ``input_required`` with the questions in
+``inputRequests``; ``tasks/update`` delivers answers (some or all of them), and
+once every question is answered the call runs again with them, in the
+background, still through the whole chain.
+
 Every task lives in the store, not in this process: after a restart a completed
-task keeps its result, and one that was running when its process died is
-reported ``failed`` with "outcome unknown" (never silently lost). That recovery
-assumes one server process per store; with several replicas a task would need a
-lease its runner renews (not done yet).
+task keeps its result, a task waiting for input can be answered (by any
+replica), and one that was running when its process died is reported
+``failed`` with "outcome unknown" (never silently lost). A running task holds a
+lease its runner renews; only a task whose lease ran out is given up, so
+several replicas can share one store. A task cancelled on one replica is
+stopped on the replica running it at its next renewal.
 
 Without the extension the same tools run synchronously within their timeout.
 """
@@ -25,7 +33,7 @@ import asyncio
 import logging
 import secrets
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,6 +43,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
 from starlette.requests import Request
 
 from callgate.contract import Principal
@@ -60,6 +69,12 @@ _CALL_META = "callgate/callId"
 logger = logging.getLogger(__name__)
 
 _RUNNERS: weakref.WeakKeyDictionary[Server[Any], TaskRunner] = weakref.WeakKeyDictionary()
+
+
+class UpdateTaskRequestParams(types.InputResponseRequestParams):
+    """``tasks/update`` params: the task, and answers keyed by its ``inputRequests``."""
+
+    task_id: str
 
 
 def runner_of(server: Server[Any]) -> TaskRunner | None:
@@ -89,18 +104,31 @@ class TaskRunner:
         *,
         principal: Principal,
         wire_to_full: Callable[[str], str],
+        call_tool: Callable[
+            [ServerRequestContext[Any, Any], types.CallToolRequestParams], Awaitable[Any]
+        ]
+        | None = None,
         ttl: timedelta = timedelta(hours=1),
         poll_interval_ms: int = 500,
+        lease: timedelta = timedelta(seconds=30),
     ) -> None:
         self._gate = gate
         self._principal = principal
         self._full = wire_to_full
+        self._call_tool = call_tool
         self._ttl = ttl
         self._poll_ms = poll_interval_ms
+        self._lease = lease
         self.owner = secrets.token_hex(8)
         self._running: dict[str, asyncio.Task[None]] = {}
-        self._recovered = False
+        self._renewing: asyncio.Task[None] | None = None
+        self._swept_at: datetime | None = None
         self._stopping = False
+
+    @property
+    def running_tasks(self) -> frozenset[str]:
+        """The ids of the tasks whose calls run in this process now."""
+        return frozenset(task_id for task_id, job in self._running.items() if not job.done())
 
     def install(self, server: Server[Any]) -> None:
         """Advertise the extension, run task calls and serve ``tasks/get|update|cancel``."""
@@ -109,19 +137,18 @@ class TaskRunner:
         server.middleware.append(self.middleware)
         server.add_request_handler("tasks/get", types.GetTaskRequestParams, self.get)
         server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, self.cancel)
-        server.add_request_handler("tasks/update", types.GetTaskRequestParams, self.update)
+        server.add_request_handler("tasks/update", UpdateTaskRequestParams, self.update)
 
     # -- the store ------------------------------------------------------------
     async def _store_ready(self) -> None:
         await self._gate.open()
-        if not self._recovered:
-            # Active tasks of another process: it died (or stopped) while they ran.
-            self._recovered = True
-            count = await self._gate.store.abandon_tasks(
-                owner_not=self.owner, at=_now(), message=OUTCOME_UNKNOWN
-            )
+        now = _now()
+        if self._swept_at is None or now - self._swept_at > self._lease / 2:
+            # Working tasks whose runner stopped renewing: it died while they ran.
+            self._swept_at = now
+            count = await self._gate.store.abandon_tasks(at=now, message=OUTCOME_UNKNOWN)
             if count:
-                logger.warning("%d task(s) were running when the server stopped", count)
+                logger.warning("%d task(s) were running when their server stopped", count)
 
     async def _record(self, ctx: ServerRequestContext[Any, Any], task_id: str) -> TaskRecord:
         self._require(ctx)
@@ -190,6 +217,8 @@ class TaskRunner:
             return await call_next(ctx)
         await self._store_ready()
         at = _now()
+        params = ctx.params if isinstance(ctx.params, Mapping) else {}
+        arguments = params.get("arguments")
         record = TaskRecord(
             id=secrets.token_urlsafe(16),
             tool=full,
@@ -199,23 +228,48 @@ class TaskRunner:
             created_at=at,
             updated_at=at,
             expires_at=at + self._ttl,
+            arguments=dict(arguments) if isinstance(arguments, Mapping) else {},
+            lease_until=at + self._lease,
         )
         await self._gate.store.create_task(record)
-        job = asyncio.get_running_loop().create_task(self._run(record.id, call_next, ctx))
-        self._running[record.id] = job
-        job.add_done_callback(lambda _job: self._running.pop(record.id, None))
+        self._start(record.id, lambda: call_next(ctx))
         return {"resultType": "task", **self._fields(record)}
 
-    async def _run(
-        self, task_id: str, call_next: CallNext, ctx: ServerRequestContext[Any, Any]
-    ) -> None:
+    def _start(self, task_id: str, call: Callable[[], Awaitable[Any]]) -> None:
+        """Run ``call`` as the task's job, its lease renewed while it runs."""
+        job = asyncio.get_running_loop().create_task(self._run(task_id, call))
+        self._running[task_id] = job
+        job.add_done_callback(lambda _job: self._running.pop(task_id, None))
+        if self._renewing is None or self._renewing.done():
+            self._renewing = asyncio.get_running_loop().create_task(self._renew())
+
+    async def _renew(self) -> None:
+        """Renew the leases of the jobs running here; stop a job whose task was
+        ended elsewhere (cancelled through another replica)."""
+        store = self._gate.store
+        while self._running:
+            await asyncio.sleep(self._lease.total_seconds() / 3)
+            for task_id, job in list(self._running.items()):
+                try:
+                    alive = await store.renew_task_lease(
+                        task_id, owner=self.owner, until=_now() + self._lease
+                    )
+                except Exception:  # the store is down: try again next round
+                    logger.warning("could not renew the lease of task %s", task_id, exc_info=True)
+                    continue
+                if not alive and not job.done():
+                    record = await store.get_task(task_id)
+                    if record is not None and record.status == "cancelled":
+                        job.cancel()
+
+    async def _run(self, task_id: str, call: Callable[[], Awaitable[Any]]) -> None:
         store = self._gate.store
         try:
-            raw = await call_next(ctx)
+            raw = await call()
         except asyncio.CancelledError:
             # tasks/cancel ended the task first (this is then a no-op); a shutdown
-            # leaves it to the next start's recovery; anything else cancelling the
-            # call must not leave the task working forever.
+            # ends it in aclose; anything else cancelling the call must not leave
+            # the task working forever.
             if not self._stopping:
                 await store.finish_task(
                     task_id,
@@ -244,6 +298,8 @@ class TaskRunner:
                 error={"code": _INTERNAL_ERROR, "message": "The task failed unexpectedly."},
             )
             return
+        if isinstance(raw, BaseModel):
+            raw = raw.model_dump(by_alias=True, mode="json", exclude_none=True)
         result = dict(raw) if isinstance(raw, Mapping) else {}
         await self._settle(task_id, result)
 
@@ -252,8 +308,19 @@ class TaskRunner:
         meta = result.get("_meta") or {}
         call_id = meta.get(_CALL_META) if isinstance(meta, Mapping) else None
         if result.get("resultType") == "input_required":
-            # Answering a task's questions (tasks/update) is not served yet.
-            message = "The tool needs input from the user, which tasks cannot ask for yet."
+            requests = result.get("inputRequests")
+            state = result.get("requestState")
+            if self._call_tool is not None and isinstance(requests, Mapping) and requests:
+                # Parked until tasks/update answers; the state stays in the store.
+                await store.park_task(
+                    task_id,
+                    at=_now(),
+                    input_requests=dict(requests),
+                    request_state=state if isinstance(state, str) else None,
+                    call_id=call_id,
+                )
+                return
+            message = "The tool asked for input this server cannot collect for a task."
             await store.finish_task(
                 task_id,
                 status="failed",
@@ -313,6 +380,8 @@ class TaskRunner:
         detail = self._fields(record)
         if record.status == "completed" and record.result is not None:
             detail["result"] = record.result
+        elif record.status == "input_required":
+            detail["inputRequests"] = record.input_requests or {}
         elif record.status == "failed":
             detail["error"] = record.error or {"code": _INTERNAL_ERROR, "message": OUTCOME_UNKNOWN}
         return detail
@@ -332,17 +401,60 @@ class TaskRunner:
         return {}
 
     async def update(
-        self, ctx: ServerRequestContext[Any, Any], params: types.GetTaskRequestParams
+        self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskRequestParams
     ) -> dict[str, Any]:
-        """``tasks/update``: no task of this server waits for input (not served yet)."""
+        """``tasks/update``: answers to an ``input_required`` task's questions (an
+        empty ack). Once every question is answered the call runs again with them."""
         record = await self._record(ctx, params.task_id)
-        raise MCPError(types.INVALID_PARAMS, f"Task {record.id} is not waiting for input")
+        responses = {
+            key: value.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if isinstance(value, BaseModel)
+            else value
+            for key, value in (params.input_responses or {}).items()
+        }
+        if record.status != "input_required" or self._call_tool is None:
+            raise MCPError(types.INVALID_PARAMS, f"Task {record.id} is not waiting for input")
+        try:
+            updated = await self._gate.store.answer_task(record.id, responses, at=_now())
+        except ValueError as exc:
+            raise MCPError(types.INVALID_PARAMS, f"Task {record.id}: {exc}") from None
+        if updated is None:
+            raise MCPError(types.INVALID_PARAMS, f"Task {record.id} is not waiting for input")
+        if updated.status == "working":  # every question answered: run the call again
+            await self._gate.store.renew_task_lease(
+                updated.id, owner=self.owner, until=_now() + self._lease
+            )
+            resumed = types.CallToolRequestParams.model_validate(
+                {
+                    "name": updated.tool,
+                    "arguments": updated.arguments or {},
+                    "inputResponses": updated.responses or {},
+                    "requestState": updated.request_state,
+                }
+            )
+            call_tool = self._call_tool
+            self._start(updated.id, lambda: call_tool(ctx, resumed))
+        return {}
 
     async def aclose(self) -> None:
-        """Stop the calls still running here; they read as failed, outcome unknown,
-        once a server over the same store starts."""
+        """Stop the calls still running here; they read as failed, outcome unknown
+        (at once if the store is still reachable, else when their lease runs out)."""
         self._stopping = True
+        stopped = list(self._running)
         jobs = list(self._running.values())
+        if self._renewing is not None:
+            jobs.append(self._renewing)
         for job in jobs:
             job.cancel()
         await asyncio.gather(*jobs, return_exceptions=True)
+        for task_id in stopped:
+            try:
+                await self._gate.store.finish_task(
+                    task_id,
+                    status="failed",
+                    at=_now(),
+                    message=OUTCOME_UNKNOWN,
+                    error={"code": _INTERNAL_ERROR, "message": OUTCOME_UNKNOWN},
+                )
+            except Exception:  # closing anyway: the lease expiry covers it
+                logger.warning("task %s left to its lease expiry", task_id, exc_info=True)

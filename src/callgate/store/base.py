@@ -165,10 +165,14 @@ ACTIVE_TASK_STATUSES: tuple[TaskStatus, ...] = ("working", "input_required")
 class TaskRecord:
     """A call running in the background for a caller (the MCP Tasks extension).
 
-    ``owner`` names the process running it; a task still active when its owner is
-    gone is failed by :meth:`Store.abandon_tasks` (its outcome is unknown).
-    ``result`` is the wire result of a ``completed`` task, ``error`` the
-    ``{code, message}`` of a ``failed`` one.
+    ``owner`` names the process running it, which renews ``lease_until`` while
+    it runs; a ``working`` task whose lease ran out (its runner died) is failed
+    by :meth:`Store.abandon_tasks` (its outcome is unknown). An
+    ``input_required`` task runs nowhere: it waits for the answers to
+    ``input_requests`` (collected in ``responses``) and is resumed, by any
+    process, with ``arguments`` and ``request_state``. ``result`` is the wire
+    result of a ``completed`` task, ``error`` the ``{code, message}`` of a
+    ``failed`` one.
     """
 
     id: str
@@ -184,6 +188,15 @@ class TaskRecord:
     call_id: str | None = None
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    arguments: dict[str, Any] | None = None
+    """The call's model-facing arguments, to resume it after input."""
+    input_requests: dict[str, Any] | None = None
+    """While ``input_required``: the questions still unanswered (wire JSON), by key."""
+    responses: dict[str, Any] | None = None
+    """While ``input_required``: the answers received so far this round, by key."""
+    request_state: str | None = None
+    """The state the resumed call continues from (kept here, never sent)."""
+    lease_until: datetime | None = None
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -348,9 +361,38 @@ class Store(Protocol):
         """Move an active task (``working`` or ``input_required``) to ``status``
         atomically; True for exactly one caller (a task ends once)."""
 
-    async def abandon_tasks(self, *, owner_not: str, at: datetime, message: str) -> int:
-        """Fail every active task whose owner is not ``owner_not`` (its process
-        died); returns how many."""
+    async def park_task(
+        self,
+        task_id: str,
+        *,
+        at: datetime,
+        input_requests: dict[str, Any],
+        request_state: str | None,
+        call_id: str | None = None,
+    ) -> bool:
+        """Move a ``working`` task to ``input_required`` with its questions; True if it was."""
+
+    async def answer_task(
+        self, task_id: str, responses: dict[str, Any], *, at: datetime
+    ) -> TaskRecord | None:
+        """Record answers to an ``input_required`` task's questions, atomically.
+
+        Answered keys leave ``input_requests`` and join ``responses``; once none
+        is left the task is ``working`` again (the caller resumes it: exactly one
+        caller sees that transition). Returns the updated task, or None when it
+        is not waiting for input.
+
+        Raises:
+            ValueError: a key is not one of the task's pending questions.
+        """
+
+    async def renew_task_lease(self, task_id: str, *, owner: str, until: datetime) -> bool:
+        """Extend a ``working`` task's lease for ``owner``; False once it is not
+        working any more (finished, or cancelled by another process)."""
+
+    async def abandon_tasks(self, *, at: datetime, message: str) -> int:
+        """Fail every ``working`` task whose lease ran out before ``at`` (its
+        runner died); returns how many."""
 
     # handles ------------------------------------------------------------------
     async def create_handle(self, record: HandleRecord) -> None:

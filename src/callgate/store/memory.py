@@ -302,7 +302,10 @@ class MemoryStore:
         if record.id in self._tasks:
             raise ValueError(f"task {record.id!r} exists already")
         self._tasks[record.id] = replace(
-            record, result=_json(record.result), error=_json(record.error)
+            record,
+            result=_json(record.result),
+            error=_json(record.error),
+            arguments=_json(record.arguments),
         )
 
     async def get_task(self, task_id: str) -> TaskRecord | None:
@@ -338,12 +341,69 @@ class MemoryStore:
         )
         return True
 
-    async def abandon_tasks(self, *, owner_not: str, at: datetime, message: str) -> int:
+    async def park_task(
+        self,
+        task_id: str,
+        *,
+        at: datetime,
+        input_requests: dict[str, Any],
+        request_state: str | None,
+        call_id: str | None = None,
+    ) -> bool:
+        await checkpoint()
+        record = self._tasks.get(task_id)
+        if record is None or record.status != "working":
+            return False
+        self._tasks[task_id] = replace(
+            record,
+            status="input_required",
+            updated_at=at,
+            call_id=call_id,
+            input_requests=_json(input_requests),
+            responses={},
+            request_state=request_state,
+            lease_until=None,
+        )
+        return True
+
+    async def answer_task(
+        self, task_id: str, responses: dict[str, Any], *, at: datetime
+    ) -> TaskRecord | None:
+        await checkpoint()
+        record = self._tasks.get(task_id)
+        if record is None or record.status != "input_required":
+            return None
+        pending = dict(record.input_requests or {})
+        unknown = sorted(set(responses) - set(pending))
+        if unknown:
+            raise ValueError(f"not a pending input request of this task: {unknown}")
+        answered = {**(record.responses or {}), **_json(responses)}
+        left = {key: value for key, value in pending.items() if key not in responses}
+        updated = replace(
+            record,
+            status="input_required" if left else "working",
+            updated_at=at,
+            input_requests=left,
+            responses=answered,
+        )
+        self._tasks[task_id] = updated
+        return replace(updated)
+
+    async def renew_task_lease(self, task_id: str, *, owner: str, until: datetime) -> bool:
+        await checkpoint()
+        record = self._tasks.get(task_id)
+        if record is None or record.status != "working":
+            return False
+        self._tasks[task_id] = replace(record, owner=owner, lease_until=until)
+        return True
+
+    async def abandon_tasks(self, *, at: datetime, message: str) -> int:
         await checkpoint()
         abandoned = [
             record
             for record in self._tasks.values()
-            if record.status in ACTIVE_TASK_STATUSES and record.owner != owner_not
+            if record.status == "working"
+            and (record.lease_until is None or record.lease_until < at)
         ]
         for record in abandoned:
             self._tasks[record.id] = replace(

@@ -7,11 +7,11 @@ about one thing; it needs only the store's transactions (``_begin``) and dialect
 from __future__ import annotations
 
 import contextlib
-from dataclasses import fields
-from datetime import datetime
+from dataclasses import fields, replace
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Table, Update, select, update
+from sqlalchemy import Table, Update, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -234,8 +234,9 @@ class HumanLoopRecords:
             ValueError: A task with this ``id`` exists already.
         """
         row = {f.name: getattr(record, f.name) for f in fields(TaskRecord)}
-        for name in ("created_at", "updated_at", "expires_at"):
-            row[name] = as_utc(row[name])
+        for name in ("created_at", "updated_at", "expires_at", "lease_until"):
+            if row[name] is not None:
+                row[name] = as_utc(row[name])
         await self._insert_once(tasks, row, f"task {record.id!r} exists already")
 
     async def get_task(self, task_id: str) -> TaskRecord | None:
@@ -272,11 +273,97 @@ class HumanLoopRecords:
         async with self._begin(write=True) as conn:
             return (await conn.execute(stmt)).rowcount == 1
 
-    async def abandon_tasks(self, *, owner_not: str, at: datetime, message: str) -> int:
-        """Fail every active task of another owner (its process died); how many."""
+    async def park_task(
+        self,
+        task_id: str,
+        *,
+        at: datetime,
+        input_requests: dict[str, Any],
+        request_state: str | None,
+        call_id: str | None = None,
+    ) -> bool:
+        """Move a ``working`` task to ``input_required`` with its questions."""
         stmt = (
             update(tasks)
-            .where(tasks.c.status.in_(ACTIVE_TASK_STATUSES), tasks.c.owner != owner_not)
+            .where(tasks.c.id == task_id, tasks.c.status == "working")
+            .values(
+                status="input_required",
+                updated_at=as_utc(at),
+                call_id=call_id,
+                input_requests=input_requests,
+                responses={},
+                request_state=request_state,
+                lease_until=None,
+            )
+        )
+        async with self._begin(write=True) as conn:
+            return (await conn.execute(stmt)).rowcount == 1
+
+    async def answer_task(
+        self, task_id: str, responses: dict[str, Any], *, at: datetime
+    ) -> TaskRecord | None:
+        """Record answers to an ``input_required`` task's questions, atomically.
+
+        Read, then write only if nobody wrote meanwhile (``updated_at`` unchanged):
+        concurrent answers are retried, never lost or applied twice.
+
+        Raises:
+            ValueError: a key is not one of the task's pending questions.
+        """
+        for _ in range(20):
+            current = await self.get_task(task_id)
+            if current is None or current.status != "input_required":
+                return None
+            pending = dict(current.input_requests or {})
+            unknown = sorted(set(responses) - set(pending))
+            if unknown:
+                raise ValueError(f"not a pending input request of this task: {unknown}")
+            left = {key: value for key, value in pending.items() if key not in responses}
+            answered = {**(current.responses or {}), **responses}
+            stamp = max(as_utc(at), current.updated_at + timedelta(microseconds=1))
+            stmt = (
+                update(tasks)
+                .where(
+                    tasks.c.id == task_id,
+                    tasks.c.status == "input_required",
+                    tasks.c.updated_at == current.updated_at,
+                )
+                .values(
+                    status="input_required" if left else "working",
+                    updated_at=stamp,
+                    input_requests=left,
+                    responses=answered,
+                )
+            )
+            async with self._begin(write=True) as conn:
+                if (await conn.execute(stmt)).rowcount == 1:
+                    return replace(
+                        current,
+                        status="input_required" if left else "working",
+                        updated_at=stamp,
+                        input_requests=left,
+                        responses=answered,
+                    )
+        raise RuntimeError(f"task {task_id!r}: too many concurrent answers")
+
+    async def renew_task_lease(self, task_id: str, *, owner: str, until: datetime) -> bool:
+        """Extend a ``working`` task's lease; False once it is not working."""
+        stmt = (
+            update(tasks)
+            .where(tasks.c.id == task_id, tasks.c.status == "working")
+            .values(owner=owner, lease_until=as_utc(until))
+        )
+        async with self._begin(write=True) as conn:
+            return (await conn.execute(stmt)).rowcount == 1
+
+    async def abandon_tasks(self, *, at: datetime, message: str) -> int:
+        """Fail every ``working`` task whose lease ran out (its runner died); how many."""
+        stmt = (
+            update(tasks)
+            .where(
+                tasks.c.status == "working",
+                or_(tasks.c.lease_until.is_(None), tasks.c.lease_until < as_utc(at)),
+            )
             .values(
                 status="failed",
                 updated_at=as_utc(at),

@@ -212,7 +212,12 @@ tasks = Table(
     Column("call_id", String),
     Column("result", JSON(none_as_null=True)),
     Column("error", JSON(none_as_null=True)),
-    Index(None, "status", "owner"),
+    Column("arguments", JSON(none_as_null=True)),
+    Column("input_requests", JSON(none_as_null=True)),
+    Column("responses", JSON(none_as_null=True)),
+    Column("request_state", Text),
+    Column("lease_until", UTCDateTime),
+    Index(None, "status", "lease_until"),
 )
 
 handles = Table(
