@@ -260,3 +260,17 @@ async def test_default_config_serves_the_demo() -> None:
     assert config.toolboxes == ("callgate.demo:toolboxes",)
     assert "ops.campaigns_find" in [s.name for s in gate.tools()]
     assert envelope.status == "pending_approval"  # the demo policy is in force
+
+
+def test_a_rule_says_who_may_approve(tmp_path: Path) -> None:
+    config = load_config(
+        write(
+            tmp_path,
+            '[[policy.rules]]\neffect = "require_approval"\napproved_by = "requester"\n'
+            '[[policy.rules]]\neffect = "require_approval"\n',
+        )
+    )
+    assert [rule.approved_by for rule in config.policy.rules] == ["requester", "another"]
+    assert "policy.rules[0].approved_by: Input should be 'another' or 'requester'" in bad(
+        tmp_path, '[[policy.rules]]\neffect = "require_approval"\napproved_by = "me"\n'
+    )

@@ -78,6 +78,7 @@ class _RuleFile(BaseModel):
     tools: list[str] | None = None
     risk: list[Literal["read", "write_idempotent", "write_high_risk"]] | None = None
     reason: str | None = None
+    approved_by: Literal["another", "requester"] | None = None
 
 
 class _PolicyFile(BaseModel):
