@@ -18,6 +18,8 @@
 #   --spec-version V        2025-11-25 or 2026-07-28 (required)
 #   --suite S               active | all | draft | pending (default: all)
 #   --scenario NAME         run one scenario only
+#   --force                 run it even if it is not on the spec version's timeline
+#                           (the Tasks extension's tasks-* scenarios)
 #   --expected-failures F   baseline file (default: conformance/expected-failures.yml if present)
 #   --output-dir D          where checks.json files go (default: .cache/conformance/results/<spec>-<time>)
 #   --timeout MS            per-scenario timeout (default: the suite's, 30000)
@@ -79,6 +81,7 @@ baseline=""
 output_dir=""
 timeout=""
 verbose=""
+force=""
 url=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -89,6 +92,7 @@ while [ $# -gt 0 ]; do
         --output-dir) output_dir="${2:-}"; shift 2 || die "--output-dir needs a value" ;;
         --timeout) timeout="${2:-}"; shift 2 || die "--timeout needs a value" ;;
         --verbose) verbose="--verbose"; shift ;;
+        --force) force="--force"; shift ;;
         -h | --help) usage; exit 0 ;;
         -*) die "unknown option $1 (see --help)" ;;
         *)
@@ -135,6 +139,7 @@ fi
 args=(server --url "$url" --spec-version "$spec_version" --output-dir "$output_dir")
 if [ -n "$scenario" ]; then
     args+=(--scenario "$scenario")
+    [ -z "$force" ] || args+=("$force")
 else
     args+=(--suite "$suite")
 fi

@@ -173,6 +173,49 @@ async def test_conformance_suite(suite_installed: None, tmp_path: Path, spec_ver
     pytest.fail(report, pytrace=False)
 
 
+TASKS_SCENARIOS = (
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
+)
+"""The Tasks extension's scenarios: not on a spec version's timeline, so ``--suite all``
+leaves them out; each is run with ``--force`` at 2026-07-28 against the same baseline."""
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_tasks_extension_scenarios(suite_installed: None, tmp_path: Path) -> None:
+    failures: list[str] = []
+    async with _fixture_server(tmp_path) as (url, server):
+        for scenario in TASKS_SCENARIOS:
+            results = tmp_path / "results" / scenario
+            with anyio.fail_after(RUN_TIMEOUT):
+                command = ["bash", str(SCRIPT), "--spec-version", "2026-07-28"]
+                command += ["--scenario", scenario, "--force", "--expected-failures"]
+                command += [str(BASELINE), "--output-dir", str(results), url]
+                run = await anyio.run_process(
+                    command,
+                    check=False,
+                    stdin=subprocess.DEVNULL,
+                )
+            if run.returncode != 0:
+                output = run.stdout.decode(errors="replace") + run.stderr.decode(errors="replace")
+                verdict = _suite_verdict(output)
+                failures.append(
+                    f"{scenario}: exited {run.returncode}, unexpected {verdict['unexpected']}, "
+                    f"stale {verdict['stale']}\n  " + "\n  ".join(_failing_checks(results))
+                )
+        alive = server.returncode is None
+    log = (tmp_path / "serve.stderr").read_text(errors="replace")
+    assert alive, f"callgate serve died during the tasks scenarios:\n{log[-4000:]}"
+    assert not failures, "\n".join(failures)
+
+
 def test_every_expected_failure_has_a_reason() -> None:
     """Each entry in the baseline carries its reason as a comment on its line (an empty
     baseline says so: the suite refuses ``server:`` with no list)."""
