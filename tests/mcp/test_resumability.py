@@ -222,6 +222,9 @@ async def test_an_event_id_replays_only_on_its_own_session() -> None:
             async with http.stream("POST", url, json=CALL, headers=alice) as response:
                 first_id = (await read_until(response))[0]["id"]
             bob = await open_session(http, url)
+            # The same request id on another session is another stream.
+            async with http.stream("POST", url, json=CALL, headers=bob) as response:
+                bobs_id = (await read_until(response))[0]["id"]
             replays: list[list[dict[str, str]]] = []
             for headers, last in ((bob, first_id), (alice, "nope:1"), (alice, first_id)):
                 resume = {**headers, "accept": "text/event-stream", "last-event-id": last}
@@ -229,6 +232,7 @@ async def test_an_event_id_replays_only_on_its_own_session() -> None:
                     assert response.status_code == 200
                     replays.append(await read_until(response))
     others, unknown, own = replays
+    assert bobs_id.rpartition(":")[0] != first_id.rpartition(":")[0]
     assert others == [] and unknown == []
     assert logged(own) == ["step 1", "step 2"] and results(own) == [{"result": "done"}]
 
