@@ -144,7 +144,9 @@ async def test_a_parked_task_collects_answers_then_works_again(store: Store) -> 
     first = await store.answer_task("task-1", {"a": {"action": "accept"}}, at=NOW)
     with pytest.raises(ValueError, match="not a pending input request"):
         await store.answer_task("task-1", {"a": {"action": "decline"}}, at=NOW)
-    last = await store.answer_task("task-1", {"b": {"action": "cancel"}}, at=NOW)
+    lease = NOW + timedelta(seconds=30)
+    last = await store.answer_task("task-1", {"b": {"action": "cancel"}}, at=NOW, lease_until=lease)
+    swept = await store.abandon_tasks(at=NOW, message="outcome unknown")
     late = await store.answer_task("task-1", {"b": {"action": "cancel"}}, at=NOW)
 
     assert parked and not again  # only a working task parks
@@ -154,6 +156,7 @@ async def test_a_parked_task_collects_answers_then_works_again(store: Store) -> 
     assert last.input_requests == {}
     assert last.responses == {"a": {"action": "accept"}, "b": {"action": "cancel"}}
     assert last.arguments == {"x": 1} and last.request_state == '{"v":1}'
+    assert last.lease_until == lease and swept == 0  # working again, never without a lease
     assert late is None  # not waiting any more
     got = await store.get_task("task-1")
     assert got is not None and got.status == "working" and got.call_id == "c-1"

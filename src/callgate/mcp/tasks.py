@@ -415,15 +415,16 @@ class TaskRunner:
         if record.status != "input_required" or self._call_tool is None:
             raise MCPError(types.INVALID_PARAMS, f"Task {record.id} is not waiting for input")
         try:
-            updated = await self._gate.store.answer_task(record.id, responses, at=_now())
+            # The lease comes with the answers: a task that works again is never
+            # without one, so no sweep can mistake it for a dead runner's.
+            updated = await self._gate.store.answer_task(
+                record.id, responses, at=_now(), lease_until=_now() + self._lease
+            )
         except ValueError as exc:
             raise MCPError(types.INVALID_PARAMS, f"Task {record.id}: {exc}") from None
         if updated is None:
             raise MCPError(types.INVALID_PARAMS, f"Task {record.id} is not waiting for input")
         if updated.status == "working":  # every question answered: run the call again
-            await self._gate.store.renew_task_lease(
-                updated.id, owner=self.owner, until=_now() + self._lease
-            )
             resumed = types.CallToolRequestParams.model_validate(
                 {
                     "name": updated.tool,

@@ -373,14 +373,19 @@ class Store(Protocol):
         """Move a ``working`` task to ``input_required`` with its questions; True if it was."""
 
     async def answer_task(
-        self, task_id: str, responses: dict[str, Any], *, at: datetime
+        self,
+        task_id: str,
+        responses: dict[str, Any],
+        *,
+        at: datetime,
+        lease_until: datetime | None = None,
     ) -> TaskRecord | None:
         """Record answers to an ``input_required`` task's questions, atomically.
 
         Answered keys leave ``input_requests`` and join ``responses``; once none
-        is left the task is ``working`` again (the caller resumes it: exactly one
-        caller sees that transition). Returns the updated task, or None when it
-        is not waiting for input.
+        is left the task is ``working`` again, holding ``lease_until`` (the caller
+        resumes it: exactly one caller sees that transition). Returns the updated
+        task, or None when it is not waiting for input.
 
         Raises:
             ValueError: a key is not one of the task's pending questions.

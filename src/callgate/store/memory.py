@@ -367,7 +367,12 @@ class MemoryStore:
         return True
 
     async def answer_task(
-        self, task_id: str, responses: dict[str, Any], *, at: datetime
+        self,
+        task_id: str,
+        responses: dict[str, Any],
+        *,
+        at: datetime,
+        lease_until: datetime | None = None,
     ) -> TaskRecord | None:
         await checkpoint()
         record = self._tasks.get(task_id)
@@ -385,6 +390,7 @@ class MemoryStore:
             updated_at=at,
             input_requests=left,
             responses=answered,
+            lease_until=lease_until,
         )
         self._tasks[task_id] = updated
         return replace(updated)

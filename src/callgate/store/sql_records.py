@@ -300,7 +300,12 @@ class HumanLoopRecords:
             return (await conn.execute(stmt)).rowcount == 1
 
     async def answer_task(
-        self, task_id: str, responses: dict[str, Any], *, at: datetime
+        self,
+        task_id: str,
+        responses: dict[str, Any],
+        *,
+        at: datetime,
+        lease_until: datetime | None = None,
     ) -> TaskRecord | None:
         """Record answers to an ``input_required`` task's questions, atomically.
 
@@ -333,6 +338,7 @@ class HumanLoopRecords:
                     updated_at=stamp,
                     input_requests=left,
                     responses=answered,
+                    lease_until=None if lease_until is None else as_utc(lease_until),
                 )
             )
             async with self._begin(write=True) as conn:
@@ -343,6 +349,7 @@ class HumanLoopRecords:
                         updated_at=stamp,
                         input_requests=left,
                         responses=answered,
+                        lease_until=lease_until,
                     )
         raise RuntimeError(f"task {task_id!r}: too many concurrent answers")
 
