@@ -53,6 +53,7 @@ SCENARIO_TOOLS = {
     "tasks-* (protocol error)": "protocol_error_job",
     "tasks-* (elicitation)": "confirm_delete",
     "tasks-mrtr-partial-fulfillment": "multi_input",
+    "tasks-mrtr-composition": "test_tool_with_task",
     "tools-call-sampling": "test_sampling",
     "tools-call-elicitation": "test_elicitation",
     "elicitation-sep1034-defaults": "test_elicitation_sep1034_defaults",

@@ -376,3 +376,32 @@ async def test_a_task_whose_runner_died_fails_once_its_lease_runs_out(tmp_path: 
                 await anyio.sleep(0.05)
 
     assert lost["status"] == "failed" and lost["statusMessage"] == OUTCOME_UNKNOWN
+
+
+async def test_an_ask_first_tool_asks_in_the_foreground_then_becomes_a_task() -> None:
+    async with serving() as client:
+        first = await call(client, "test_tool_with_task")
+        params = types.CallToolRequestParams.model_validate(
+            {
+                "name": "test_tool_with_task",
+                "arguments": {},
+                "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Alice"}}},
+                "requestState": first["requestState"],
+            }
+        )
+        raw = await client.session.send_request(types.CallToolRequest(params=params), _Raw)
+        second = dict(raw.model_extra or {})
+        done = await settled(client, second["taskId"])
+
+    assert first["resultType"] == "input_required" and "taskId" not in first
+    assert list(first["inputRequests"]) == ["user_name"]
+    assert second["resultType"] == "task" and "requestState" not in second
+    assert done["status"] == "completed"
+    assert done["result"]["content"][0]["text"] == "Hello, Alice! (finished in the background)"
+
+
+async def test_an_ask_first_tool_without_the_extension_needs_it() -> None:
+    async with serving(tasks=False) as client:
+        with pytest.raises(MCPError) as info:
+            await call(client, "test_tool_with_task")
+    assert info.value.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY

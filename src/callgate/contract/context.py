@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import (
@@ -213,6 +215,25 @@ async def _deliver(what: str, send: Callable[[], Awaitable[None]]) -> None:
         logger.warning("could not deliver a tool's %s", what, exc_info=True)
 
 
+BackgroundHook: TypeAlias = Callable[[], bool]
+"""Moves the call it belongs to into the background; True once it runs there.
+Callable from any thread."""
+
+_BACKGROUND: ContextVar[BackgroundHook | None] = ContextVar("callgate_background", default=None)
+
+
+@contextlib.contextmanager
+def background_hook(hook: BackgroundHook) -> Iterator[None]:
+    """Calls started inside this block may move to the background with ``hook``
+    (:meth:`ToolContext.run_in_background`); for whoever runs calls (the MCP
+    Tasks runner), not for tools."""
+    token = _BACKGROUND.set(hook)
+    try:
+        yield
+    finally:
+        _BACKGROUND.reset(token)
+
+
 @dataclass(kw_only=True, frozen=True)
 class ToolContext:
     """What a tool function receives if it declares a ``ToolContext`` parameter.
@@ -247,6 +268,32 @@ class ToolContext:
     """Where progress and log messages go; None drops them."""
     handle_store: HandleStore | None = field(default=None, repr=False, compare=False)
     """Where :attr:`handles` live (the gate's store); None outside a gate."""
+    background: BackgroundHook | None = field(
+        default_factory=_BACKGROUND.get, repr=False, compare=False
+    )
+    """How this call moves to the background, if its caller can take that."""
+
+    async def run_in_background(self) -> bool:
+        """Let the rest of this call run in the background, if its caller can take that.
+
+        Over MCP, for a tool tagged ``task:ask-first`` called by a client that
+        declared the Tasks extension, the call becomes a task now: the client
+        gets the task and polls it, while the tool goes on. Everything the tool
+        asked before came back synchronously (``input_required`` rounds), so ask
+        what you need first, then call this before the long part. Elsewhere the
+        call simply goes on in the foreground.
+
+        Returns:
+            True when the call now runs in the background (also when it already
+            did: a task), False when it goes on in the foreground.
+        """
+        hook = self.background
+        return hook() if hook is not None else False
+
+    def run_in_background_sync(self) -> bool:
+        """:meth:`run_in_background` for a sync tool (from its worker thread)."""
+        hook = self.background
+        return hook() if hook is not None else False
 
     @property
     def handles(self) -> Handles:

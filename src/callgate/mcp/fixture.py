@@ -27,7 +27,8 @@ What a toolbox expresses here, per scenario (both spec versions unless noted):
   for ``tasks/update``). ``slow_compute``, ``protocol_error_job`` and the two that
   ask carry the ``task`` tag (they run as tasks where the client declares the
   extension), ``failing_job`` the ``task:required`` tag (only as a task; see
-  :mod:`callgate.mcp.tasks`).
+  :mod:`callgate.mcp.tasks`), and ``test_tool_with_task`` (tasks-mrtr-composition)
+  ``task:ask-first``: it asks in the foreground, then continues as a task.
 - Content results (``Content``, sent as MCP content blocks): ``tools-call-image``,
   ``tools-call-audio``, ``tools-call-embedded-resource``, ``tools-call-mixed-content``.
 - Asking the client through ``ToolContext.elicit`` / ``sample`` / ``list_roots`` (the
@@ -58,7 +59,6 @@ them itself (a server-level fixture, or new contract features):
   ``input-required-result-non-tool-request`` (a prompt that asks the client: prompts
   get no ``ToolContext``);
 - completion: ``completion-complete``; logging: ``logging-set-level`` (2025-11-25);
-- tasks: ``test_tool_with_task`` (input, then a task);
 - protocol only, no fixture: ``server-initialize``, ``server-session-lifecycle``,
   ``ping``, ``tools-list``, ``server-sse-multiple-streams``,
   ``dns-rebinding-protection``, ``http-header-validation``.
@@ -88,8 +88,8 @@ from callgate.contract import (
 )
 from callgate.contract.function import spec_from_function
 from callgate.errors import BusinessStateError
-from callgate.mcp.fixture_input import ASKS_CLIENT, TASKS_ASK_CLIENT
-from callgate.mcp.tasks import TASK_REQUIRED_TAG, TASK_TAG
+from callgate.mcp.fixture_input import ASKS_CLIENT, TASKS_ASK_CLIENT, test_tool_with_task
+from callgate.mcp.tasks import TASK_ASK_FIRST_TAG, TASK_REQUIRED_TAG, TASK_TAG
 
 __all__ = [
     "FIXTURE_TOOLBOX",
@@ -386,6 +386,8 @@ def fixture_toolboxes() -> list[Toolbox]:
     box.add(protocol_error_job, read_only=True, idempotent=True, tags=tasks)
     for asks in TASKS_ASK_CLIENT:  # they ask before they change anything
         box.add(asks, destructive=True, idempotent=True, tags=tasks)
+    # Asks in the foreground, then becomes a task; never synchronous at 2026-07-28.
+    box.add(test_tool_with_task, read_only=True, tags=[TASK_ASK_FIRST_TAG, TASK_REQUIRED_TAG])
     box.add(_ToolChanger(box).test_trigger_tool_change, read_only=False, destructive=False)
     box.add_spec(_json_schema_tool(box))
     # Imported here: the context fixture imports this module's sample media.

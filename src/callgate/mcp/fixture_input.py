@@ -233,6 +233,16 @@ TASKS_ASK_CLIENT: tuple[Callable[..., Awaitable[str]], ...] = (confirm_delete, m
 """Tools that ask the client and run as tasks where the client declares the extension."""
 
 
+async def test_tool_with_task(ctx: ToolContext) -> str:
+    """Ask the user's name in the foreground, then finish as a task
+    (tasks-mrtr-composition)."""
+    answer = await ctx.elicit("What is your name?", _form({"name": "string"}), key="user_name")
+    name = (answer.content or {}).get("name", "stranger")
+    await ctx.run_in_background()
+    await ctx.report_progress(1, 1, "greeted")
+    return f"Hello, {name}! (finished in the background)"
+
+
 ASKS_CLIENT: tuple[Callable[..., Awaitable[str]], ...] = (
     test_sampling,
     test_elicitation,

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import threading
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -47,14 +48,26 @@ from pydantic import BaseModel
 from starlette.requests import Request
 
 from callgate.contract import Principal
+from callgate.contract.context import background_hook
 from callgate.runtime.gate import Gate
 from callgate.store.base import TaskRecord, TaskStatus
 
-__all__ = ["EXTENSION", "TASK_REQUIRED_TAG", "TASK_TAG", "TaskRunner", "runner_of"]
+__all__ = [
+    "EXTENSION",
+    "TASK_ASK_FIRST_TAG",
+    "TASK_REQUIRED_TAG",
+    "TASK_TAG",
+    "TaskRunner",
+    "UpdateTaskRequestParams",
+    "runner_of",
+]
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 TASK_TAG = "task"
 """The tag of a tool that runs as a task where the client declares the extension."""
+TASK_ASK_FIRST_TAG = "task:ask-first"
+"""The tag of a tool that asks the client first, in the foreground (``input_required``
+rounds), and becomes a task when it calls :meth:`ToolContext.run_in_background`."""
 TASK_REQUIRED_TAG = "task:required"
 """The tag of a tool that runs only as a task: at 2026-07-28, a client that did not
 declare the extension gets -32021 (at 2025-11-25 it runs synchronously)."""
@@ -188,34 +201,81 @@ class TaskRunner:
                 {"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
             )
 
-    def _runs_as_task(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
-        """The full tool name when this ``tools/call`` becomes a task, else None."""
+    def _runs_as_task(self, ctx: ServerRequestContext[Any, Any]) -> tuple[str, bool] | None:
+        """For a ``tools/call`` that is or may become a task: the full tool name,
+        and whether it is a task from the start (else it becomes one when the
+        tool says so: ``task:ask-first``). None for a plain synchronous call."""
         if ctx.method != "tools/call" or ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             return None
         params = ctx.params
         if not isinstance(params, Mapping) or not isinstance(params.get("name"), str):
             return None
-        if "inputResponses" in params or "requestState" in params:
-            return None  # a resumed round of an input_required call stays synchronous
         full = self._full(params["name"])
         spec = self._gate.registry.get(full)
-        if spec is None or not spec.tags & {TASK_TAG, TASK_REQUIRED_TAG}:
+        if spec is None or not spec.tags & {TASK_TAG, TASK_REQUIRED_TAG, TASK_ASK_FIRST_TAG}:
             return None
         if not self.negotiated(ctx):
             if TASK_REQUIRED_TAG in spec.tags:
                 self._require(ctx)  # it cannot run synchronously
             return None
-        return str(full)
+        if TASK_ASK_FIRST_TAG in spec.tags:
+            return str(full), False  # every round: it asks first, then may go long
+        if "inputResponses" in params or "requestState" in params:
+            return None  # a resumed round of an input_required call stays synchronous
+        return str(full), True
 
     # -- tools/call -----------------------------------------------------------
     async def middleware(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
         """Turn a task-tagged ``tools/call`` into a task; pass everything else on."""
-        full = self._runs_as_task(ctx)
-        if full is None:
+        decided = self._runs_as_task(ctx)
+        if decided is None:
             return await call_next(ctx)
+        full, at_once = decided
         await self._store_ready()
+        if not at_once:
+            return await self._ask_first(ctx, call_next, full)
+        record = await self._create(ctx, full)
+        self._start(record.id, lambda: call_next(ctx))
+        return {"resultType": "task", **self._fields(record)}
+
+    async def _ask_first(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext, full: str
+    ) -> HandlerResult:
+        """Run the call in the foreground until the tool moves it to the background
+        (:meth:`ToolContext.run_in_background`): its answer so far (a result, or
+        ``input_required`` for the client's input) comes back as usual; once moved,
+        the call goes on as a task and the client gets the task."""
+        loop = asyncio.get_running_loop()
+        moved = asyncio.Event()
+        asked_to_move = threading.Event()  # set at once, from any thread
+
+        def hook() -> bool:
+            asked_to_move.set()
+            loop.call_soon_threadsafe(moved.set)  # wakes the wait below, on its loop
+            return True
+
+        async def call() -> HandlerResult:
+            return await call_next(ctx)
+
+        with background_hook(hook):
+            job: asyncio.Task[HandlerResult] = loop.create_task(call())
+        waiter = loop.create_task(moved.wait())
+        try:
+            await asyncio.wait({job, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            job.cancel()  # the client went away while the call was in the foreground
+            raise
+        finally:
+            waiter.cancel()
+        if job.done() and not asked_to_move.is_set():
+            return job.result()  # finished (or asked the client) in the foreground
+        record = await self._create(ctx, full)
+        self._start(record.id, lambda: job)
+        return {"resultType": "task", **self._fields(record)}
+
+    async def _create(self, ctx: ServerRequestContext[Any, Any], full: str) -> TaskRecord:
         at = _now()
         params = ctx.params if isinstance(ctx.params, Mapping) else {}
         arguments = params.get("arguments")
@@ -232,12 +292,12 @@ class TaskRunner:
             lease_until=at + self._lease,
         )
         await self._gate.store.create_task(record)
-        self._start(record.id, lambda: call_next(ctx))
-        return {"resultType": "task", **self._fields(record)}
+        return record
 
     def _start(self, task_id: str, call: Callable[[], Awaitable[Any]]) -> None:
         """Run ``call`` as the task's job, its lease renewed while it runs."""
-        job = asyncio.get_running_loop().create_task(self._run(task_id, call))
+        with background_hook(lambda: True):  # a task's call runs in the background already
+            job = asyncio.get_running_loop().create_task(self._run(task_id, call))
         self._running[task_id] = job
         job.add_done_callback(lambda _job: self._running.pop(task_id, None))
         if self._renewing is None or self._renewing.done():
