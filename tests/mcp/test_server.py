@@ -56,6 +56,18 @@ async def test_tools_list_is_name_ordered_and_filtered_by_scope(client: Client) 
     assert "shop.purge" not in names
 
 
+async def test_header_checks_see_the_schemas_of_listed_tools_only(gate: Gate) -> None:
+    # The SDK checks Mcp-Param-* headers of 2026-07-28 calls against this lookup
+    # (before any middleware): a tool alice is not shown must not be found by probing.
+    server = build_server(gate, principal=ALICE)
+    lookup = server.get_tool_input_schema
+    assert lookup is not None
+    schema = lookup("shop.order_get")
+    assert schema is not None and set(schema["properties"]) == {"order_id"}
+    assert lookup("shop.purge") is None
+    assert lookup("shop.nothing") is None
+
+
 async def test_tool_schemas_hide_trusted_fields_and_carry_annotations(client: Client) -> None:
     with anyio.fail_after(5):
         tools = {t.name: t for t in (await client.list_tools()).tools}

@@ -311,12 +311,37 @@ def build_server(
     resources = context.has_resources
     prompts = context.has_prompts
 
+    # The listing is built once and again after a toolbox changes (from any thread:
+    # a listing built while one changed is not kept, its generation is stale).
+    listing: dict[int, tuple[list[types.Tool], dict[str, Any]]] = {}
+    generation = [0]
+
+    def forget_listing(_box: object = None) -> None:
+        generation[0] += 1
+        listing.clear()
+
+    for box in gate.registry.toolboxes:
+        box.on_change(forget_listing)
+
+    def current_listing() -> tuple[list[types.Tool], dict[str, Any]]:
+        built_for = generation[0]
+        cached = listing.get(built_for)
+        if cached is None:
+            tools = [_wire.tool(spec, name=names.wire(spec.name)) for spec in gate.tools(principal)]
+            cached = (tools, {tool.name: tool.input_schema for tool in tools})
+            if generation[0] == built_for:
+                listing[built_for] = cached
+        return cached
+
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(
-            tools=[_wire.tool(spec, name=names.wire(spec.name)) for spec in gate.tools(principal)]
-        )
+        return types.ListToolsResult(tools=current_listing()[0])
+
+    def input_schema(name: str) -> Any:
+        # For the SDK's x-mcp-header checks of 2026-07-28 calls: a tool the principal
+        # is not shown has no schema here either (no probing for hidden tools).
+        return current_listing()[1].get(name)
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -377,6 +402,7 @@ def build_server(
             "checked by policy and audited. Errors say what to fix; a call that "
             "needs a human's approval returns an approval id."
         ),
+        get_tool_input_schema=input_schema,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=context.list_resources if resources else None,
