@@ -78,9 +78,11 @@ def test_show_gives_every_exact_argument_who_asked_and_why(cli: Cli) -> None:
     assert shown["arguments"] == {"order_id": "O-1", "amount": 500, "tenant_id": "acme"}
     assert shown["requested_by"] == "dan"
     assert shown["decided_by"] is None and shown["result"] is None
+    assert shown["approved_by"] == "another"
     out = readable.stdout
     assert readable.exit_code == 0
     assert "refunds above 100 need a human" in out
+    assert "anyone but dan (four eyes)" in out
     assert "dan (acme)" in out
     assert "none yet" in out
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip()}

@@ -28,7 +28,10 @@ async def serve_http(*args: str) -> AsyncIterator[tuple[str, Process]]:
                 seen += chunk
                 if b"serving MCP at " in seen and seen.endswith(b"\n"):
                     break
-        line = next(x for x in seen.decode().splitlines() if "serving MCP at " in x)
+        lines = [x for x in seen.decode(errors="replace").splitlines() if "serving MCP at " in x]
+        # A StopIteration here would surface as a baffling "generator raised StopIteration".
+        assert lines, f"callgate serve {' '.join(args)} stopped before serving:\n{seen.decode()}"
+        line = lines[0]
         yield line.split("serving MCP at ", 1)[1].strip(), process
     finally:
         if process.returncode is None:

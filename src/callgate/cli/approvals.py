@@ -307,6 +307,14 @@ def print_approval(out: Console, record: ApprovalRecord) -> None:
     facts.add_row("why", _plain(record.reason, WARNING))
     if record.rule:
         facts.add_row("rule", _plain(record.rule))
+    facts.add_row(
+        "who may approve",
+        _plain(
+            f"anyone but {record.user} (four eyes)"
+            if record.approved_by == "another"
+            else f"{record.user} themself (a confirmation) or another person"
+        ),
+    )
     facts.add_row("requested at", _when(record.created_at))
     facts.add_row("expires at", _when(record.expires_at))
     if record.preview_id:

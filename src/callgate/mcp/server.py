@@ -282,8 +282,8 @@ def build_server(
             once its lease has run out.
 
     Resources and prompts of the toolboxes are served unprefixed, filtered by
-    ``principal`` like tools; their capabilities are advertised when some
-    toolbox declares any at build time. ``logging/setLevel`` is accepted and
+    ``principal`` like tools, and every read or get is audited; their
+    capabilities are advertised when some toolbox declares any at build time. ``logging/setLevel`` is accepted and
     its level kept.
 
     A tool that asks the client something (``ToolContext.elicit``, ``sample``,
@@ -400,7 +400,8 @@ def build_server(
         instructions=(
             "Tools governed by callgate: every call is validated, authorized, "
             "checked by policy and audited. Errors say what to fix; a call that "
-            "needs a human's approval returns an approval id."
+            "needs a human's approval asks the user to confirm it, or returns an "
+            "approval id for another person to decide."
         ),
         get_tool_input_schema=input_schema,
         on_list_tools=list_tools,
