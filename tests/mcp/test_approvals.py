@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, MCPError
@@ -22,6 +24,7 @@ from callgate import Gate, Policy, Principal, Rule, Toolbox, Trusted
 from callgate.mcp import build_server
 from callgate.mcp._approval import APPROVAL_KEY
 from callgate.store import MemoryStore
+from tests.mcp.serving import audit_of, serve_http
 
 pytestmark = pytest.mark.anyio
 
@@ -292,3 +295,31 @@ async def test_a_decision_taken_elsewhere_meanwhile_wins(gate: Gate, bank: Bank)
     assert isinstance(late, types.CallToolResult) and late.is_error
     assert "carol" in text(late) and "frozen account" in text(late)
     assert bank.sent == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_demo_asks_the_sender_to_confirm_an_email_over_http(
+    tmp_path: Path, mode: str
+) -> None:
+    # `callgate serve` as the README runs it: the demo, its policy, a SQLite store.
+    store = f"sqlite:///{tmp_path / 'serve.db'}"
+    approver = Approver(note="yes, send it")
+    email = {"to": ["partner@example.org"], "subject": "Q4 plan", "body": "Attached."}
+    async with serve_http("--store", store) as (url, _):
+        with anyio.fail_after(30):
+            async with Client(url, mode=mode, elicitation_callback=approver.elicit) as mcp:
+                sent = await mcp.call_tool("ops.send_email", email)
+    records = await audit_of(store)
+
+    assert not sent.is_error, text(sent)
+    assert sent.structured_content is not None
+    assert sent.structured_content["status"] == "queued"
+    [shown] = approver.shown
+    assert "partner@example.org" in shown and '"user_id": "local"' in shown
+    decisions = [r for r in records if r.phase == "decision"]
+    assert [(d.user, d.decision, d.decision_reason) for d in decisions] == [
+        ("local", "approved", "yes, send it")
+    ]
+    finals = [r.status for r in records if r.phase == "final" and r.tool == "ops.send_email"]
+    assert finals == ["pending_approval", "ok"]
