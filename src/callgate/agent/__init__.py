@@ -1,0 +1,49 @@
+"""The agent loop: a model proposes tool calls, the governed chain disposes.
+
+:mod:`callgate.agent.messages` is the one representation of a conversation;
+provider adapters (``callgate.agent.anthropic``, ``openai_chat``,
+``openai_responses``, ``gemini``) convert it to and from each API, over the
+official SDKs (optional extras). :class:`ScriptedModel` answers from a script,
+for tests without a provider.
+"""
+
+from __future__ import annotations
+
+from callgate.agent.messages import (
+    AssistantMessage,
+    ForcedTool,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Text,
+    ToolCall,
+    ToolChoice,
+    ToolDef,
+    ToolResult,
+    ToolResults,
+    Usage,
+    UserMessage,
+)
+from callgate.agent.model import Model, ModelError, ScriptedModel, call, calls, reply
+
+__all__ = [
+    "AssistantMessage",
+    "ForcedTool",
+    "Message",
+    "Model",
+    "ModelError",
+    "ModelRequest",
+    "ModelResponse",
+    "ScriptedModel",
+    "Text",
+    "ToolCall",
+    "ToolChoice",
+    "ToolDef",
+    "ToolResult",
+    "ToolResults",
+    "Usage",
+    "UserMessage",
+    "call",
+    "calls",
+    "reply",
+]
