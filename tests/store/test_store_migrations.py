@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.anyio
 
 TABLES = {
+    "agent_runs",
     "alembic_version",
     "approvals",
     "audit",

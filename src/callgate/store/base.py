@@ -220,6 +220,28 @@ class HandleRecord:
     version: int = 1
 
 
+RunStatus = Literal["running", "waiting_approval", "completed", "stopped", "failed"]
+"""An agent run: ``running`` while its loop goes on; ``waiting_approval`` while a
+call waits for a human (it can be resumed, by any process); ``completed`` (the
+model answered), ``stopped`` (a limit ended it) or ``failed`` (the model could not
+be reached) for good."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class RunRecord:
+    """An agent run as the store keeps it: its state (messages, pending calls,
+    usage) as JSON, and its trace (model requests and responses, every Envelope)."""
+
+    id: str
+    user: str
+    tenant: str | None
+    status: RunStatus
+    created_at: datetime
+    updated_at: datetime
+    state: dict[str, Any]
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+
 @runtime_checkable
 class Store(Protocol):
     """Persistence used by the gate. All methods are safe under concurrency."""
@@ -398,6 +420,13 @@ class Store(Protocol):
     async def abandon_tasks(self, *, at: datetime, message: str) -> int:
         """Fail every ``working`` task whose lease ran out before ``at`` (its
         runner died); returns how many."""
+
+    # agent runs ---------------------------------------------------------------
+    async def save_run(self, record: RunRecord) -> None:
+        """Insert the run, or replace the stored one with the same ``id``."""
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run whatever its status; None if unknown."""
 
     # handles ------------------------------------------------------------------
     async def create_handle(self, record: HandleRecord) -> None:

@@ -24,6 +24,7 @@ from callgate.store.base import (
     HandleRecord,
     IdempotencyRecord,
     PreviewRecord,
+    RunRecord,
     StoredResult,
     Taint,
     TaskRecord,
@@ -60,6 +61,7 @@ class MemoryStore:
         self._previews: dict[str, PreviewRecord] = {}
         self._taints: dict[str, dict[str, str]] = {}
         self._tasks: dict[str, TaskRecord] = {}
+        self._runs: dict[str, RunRecord] = {}
         self._handles: dict[str, HandleRecord] = {}
 
     async def __aenter__(self) -> MemoryStore:
@@ -420,6 +422,24 @@ class MemoryStore:
                 error={"code": -32603, "message": message},
             )
         return len(abandoned)
+
+    # agent runs ---------------------------------------------------------------
+    async def save_run(self, record: RunRecord) -> None:
+        await checkpoint()
+        existing = self._runs.get(record.id)
+        self._runs[record.id] = replace(
+            record,
+            created_at=existing.created_at if existing is not None else record.created_at,
+            state=_json(record.state),
+            trace=_json(record.trace),
+        )
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        await checkpoint()
+        record = self._runs.get(run_id)
+        if record is None:
+            return None
+        return replace(record, state=_json(record.state), trace=_json(record.trace))
 
     # handles ------------------------------------------------------------------
     async def create_handle(self, record: HandleRecord) -> None:

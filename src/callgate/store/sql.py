@@ -46,6 +46,7 @@ from callgate.store.engine import (
 )
 from callgate.store.sql_handles import HandleRecords
 from callgate.store.sql_records import HumanLoopRecords
+from callgate.store.sql_runs import RunRecords
 from callgate.store.sqlite_writer import SQLiteAuditWriter
 from callgate.store.tables import (
     as_utc,
@@ -63,7 +64,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class SQLStore(HumanLoopRecords, HandleRecords):
+class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
     """The :class:`~callgate.store.base.Store` on SQLite or PostgreSQL.
 
     Example:

@@ -235,3 +235,17 @@ handles = Table(
     # Expired handles are purged by expiry on every create.
     Index(None, "expires_at"),
 )
+
+agent_runs = Table(
+    "agent_runs",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("user", String, nullable=False),
+    Column("tenant", String),
+    Column("status", String, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("state", JSON, nullable=False),
+    Column("trace", JSON, nullable=False),
+    Index(None, "status", "updated_at"),
+)
