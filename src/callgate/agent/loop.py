@@ -1,0 +1,585 @@
+"""The agent loop: the model proposes, the governed chain disposes, until it is done.
+
+One :class:`Agent` runs conversations of one principal with one model over the
+gate's tools. A turn: the model gets the messages and the tool definitions; if
+it answers in text, the run is complete; if it proposes tool calls, every one of
+them goes through :meth:`Gate.call` (validated, authorized, decided by policy,
+executed, audited), and all their results go back in one message, each paired
+with its call's id, in the model's order.
+
+- Scheduling by risk: consecutive read-only calls of a turn run concurrently;
+  any other call runs alone, in the order the model gave (``RunLimits.concurrent_reads``
+  turns concurrency off).
+- Limits (:class:`RunLimits`): turns, tool calls, model tokens and active wall
+  time. Hitting one stops the run with a reason; nothing loops forever.
+- A call that needs a human's approval pauses the run: the calls after it in the
+  turn wait too, and the run's state (messages, the turn's results so far, the
+  calls still to make) is saved in the gate's store (``waiting_approval``).
+  :meth:`Agent.resume` continues it, in any process, once the approval is
+  decided. Every call carries an idempotency key made of the run, the turn and the
+  call's id, so a resumed run never repeats a call that ran.
+- A forced tool (``tool_choice=ForcedTool(...)``, e.g. a ``record_invoice`` tool
+  for structured extraction) ends the run after that tool's call: the result is
+  in :attr:`RunResult.calls`.
+- Every run keeps a trace in the store: each model request (what was sent), each
+  response (the provider's JSON), each call with its Envelope.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import anyio
+
+from callgate.agent.messages import (
+    AssistantMessage,
+    ForcedTool,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolChoice,
+    ToolDef,
+    ToolResult,
+    ToolResults,
+    UserMessage,
+    message_from_json,
+    message_to_json,
+)
+from callgate.agent.model import Model, ModelError
+from callgate.agent.tools import estimate_tokens, result_for, tool_defs
+from callgate.contract import Principal, RiskTier
+from callgate.runtime.envelope import Envelope, Status
+from callgate.runtime.gate import Gate
+from callgate.store.base import RunRecord, RunStatus
+
+__all__ = ["Agent", "CallOutcome", "RunEvent", "RunLimits", "RunResult", "RunUsage"]
+
+
+@dataclass(kw_only=True, frozen=True)
+class RunLimits:
+    """When a run stops. ``None`` means no limit for tokens and wall time.
+
+    Args:
+        max_turns: model requests per run.
+        max_tool_calls: tool calls per run (a turn that would pass it is not run).
+        max_tokens: model tokens (input + output) per run.
+        wall_time: seconds of activity per run (time spent waiting for an
+            approval does not count).
+        concurrent_reads: run a turn's consecutive read-only calls concurrently.
+        max_tokens_per_request: the output budget sent with each request.
+    """
+
+    max_turns: int = 20
+    max_tool_calls: int = 100
+    max_tokens: int | None = None
+    wall_time: float | None = 600.0
+    concurrent_reads: bool = True
+    max_tokens_per_request: int = 4096
+
+    def __post_init__(self) -> None:
+        for name in ("max_turns", "max_tool_calls", "max_tokens_per_request"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"RunLimits.{name} must be at least 1")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError("RunLimits.max_tokens must be at least 1 (or None)")
+        if self.wall_time is not None and not self.wall_time > 0:
+            raise ValueError("RunLimits.wall_time must be positive (or None)")
+
+
+@dataclass(kw_only=True)
+class RunUsage:
+    """What a run spent. ``tool_definition_tokens`` is estimated (4 characters a
+    token) over every request's tool definitions; the model tokens are the
+    provider's counts."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    tool_definition_tokens: int = 0
+    tool_calls: int = 0
+    calls_by_risk: dict[str, int] = field(default_factory=dict)
+    outcomes: dict[str, int] = field(default_factory=dict)
+    errors: int = 0
+    approvals: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunUsage:
+        return cls(**dict(data))
+
+
+@dataclass(kw_only=True, frozen=True)
+class CallOutcome:
+    """One tool call of the run and how it ended."""
+
+    call_id: str
+    name: str
+    arguments: Mapping[str, Any]
+    status: str
+    payload: Any = None
+    error_kind: str | None = None
+
+
+@dataclass(kw_only=True, frozen=True)
+class RunResult:
+    """How a run ended (or where it waits).
+
+    ``output`` is the model's last text; ``reason`` says why the run stopped or
+    what it waits for; ``pending_approvals`` are the approval ids to decide.
+    """
+
+    run_id: str
+    status: RunStatus
+    reason: str
+    output: str
+    messages: tuple[Message, ...]
+    usage: RunUsage
+    calls: tuple[CallOutcome, ...] = ()
+    pending_approvals: tuple[str, ...] = ()
+
+
+EventKind = Literal["text", "call", "result", "waiting", "done", "stopped", "failed"]
+
+
+@dataclass(kw_only=True, frozen=True)
+class RunEvent:
+    """Something that happened in a run, for whoever watches it (the CLI streams these)."""
+
+    kind: EventKind
+    run_id: str
+    text: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+class _Stop(Exception):
+    def __init__(self, status: RunStatus, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _call_json(call: ToolCall) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": dict(call.arguments)}
+    if call.raw_arguments is not None:
+        data["raw_arguments"] = call.raw_arguments
+    return data
+
+
+def _call_from_json(data: Mapping[str, Any]) -> ToolCall:
+    return ToolCall(
+        id=str(data["id"]),
+        name=str(data["name"]),
+        arguments=dict(data.get("arguments") or {}),
+        raw_arguments=data.get("raw_arguments"),
+    )
+
+
+@dataclass
+class _Run:
+    """The mutable state of one run between two saves."""
+
+    id: str
+    created_at: datetime
+    messages: list[Message]
+    usage: RunUsage
+    turn: int = 0
+    # The turn in progress: its results so far (by call id), and the calls still to make.
+    results: dict[str, ToolResult] = field(default_factory=dict)
+    remaining: list[ToolCall] = field(default_factory=list)
+    turn_calls: list[str] = field(default_factory=list)
+    calls: list[CallOutcome] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+    def state(self, model: str) -> dict[str, Any]:
+        return {
+            "model": model,
+            "turn": self.turn,
+            "messages": [message_to_json(m) for m in self.messages],
+            "usage": self.usage.to_json(),
+            "results": {
+                k: {"content": r.content, "is_error": r.is_error, "name": r.name}
+                for k, r in self.results.items()
+            },
+            "remaining": [_call_json(c) for c in self.remaining],
+            "turn_calls": list(self.turn_calls),
+            "calls": [dict(c.__dict__) for c in self.calls],
+            "pending": list(self.pending),
+        }
+
+    @classmethod
+    def load(cls, record: RunRecord) -> _Run:
+        state = record.state
+        return cls(
+            id=record.id,
+            created_at=record.created_at,
+            messages=[message_from_json(m) for m in state["messages"]],
+            usage=RunUsage.from_json(state["usage"]),
+            turn=int(state["turn"]),
+            results={
+                k: ToolResult(
+                    call_id=k, name=v["name"], content=v["content"], is_error=v["is_error"]
+                )
+                for k, v in state["results"].items()
+            },
+            remaining=[_call_from_json(c) for c in state["remaining"]],
+            turn_calls=list(state["turn_calls"]),
+            calls=[CallOutcome(**c) for c in state["calls"]],
+            pending=list(state["pending"]),
+            trace=list(record.trace),
+        )
+
+
+class Agent:
+    """Runs conversations of ``principal`` with ``model`` over ``gate``'s tools.
+
+    Args:
+        gate: every call goes through it; runs are kept in its store.
+        model: the model (a provider adapter, or a :class:`ScriptedModel`).
+        principal: on whose behalf the calls are made.
+        system: the system prompt.
+        tools: the tool names to offer (default: every tool the principal may call).
+        tool_choice: passed to the model on every request (a :class:`ForcedTool`
+            ends the run after that tool's call).
+        limits: see :class:`RunLimits`.
+        strict: ask providers to constrain arguments to the schemas.
+        on_event: called with each :class:`RunEvent` as the run goes.
+
+    Raises:
+        ValueError: a name in ``tools`` is not a tool the principal may call.
+    """
+
+    def __init__(
+        self,
+        gate: Gate,
+        model: Model,
+        *,
+        principal: Principal,
+        system: str | None = None,
+        tools: Iterable[str] | None = None,
+        tool_choice: ToolChoice = "auto",
+        limits: RunLimits | None = None,
+        strict: bool = False,
+        on_event: Callable[[RunEvent], None] | None = None,
+    ) -> None:
+        self.gate = gate
+        self.model = model
+        self.principal = principal
+        self.system = system
+        self.tool_choice = tool_choice
+        self.limits = limits or RunLimits()
+        self._tool_names = list(tools) if tools is not None else None
+        self._strict = strict
+        self._on_event = on_event
+
+    def _tools(self) -> tuple[ToolDef, ...]:
+        # Recomputed per request: toolboxes may change, scopes are checked anyway.
+        return tool_defs(self.gate, self.principal, names=self._tool_names, strict=self._strict)
+
+    def _emit(self, run: _Run, kind: EventKind, text: str = "", **data: Any) -> None:
+        if self._on_event is not None:
+            self._on_event(RunEvent(kind=kind, run_id=run.id, text=text, data=data))
+
+    async def run(self, prompt: str, *, history: Sequence[Message] = ()) -> RunResult:
+        """Run a new conversation that starts with ``history`` and ``prompt``."""
+        await self.gate.open()
+        run = _Run(
+            id="run_" + secrets.token_urlsafe(12),
+            created_at=_now(),
+            messages=[*history, UserMessage(content=prompt)],
+            usage=RunUsage(),
+        )
+        return await self._go(run)
+
+    async def resume(self, run_id: str) -> RunResult:
+        """Continue a run that waited for an approval (or report how it ended).
+
+        Raises:
+            LookupError: no run ``run_id`` of this principal.
+        """
+        await self.gate.open()
+        record = await self.gate.store.get_run(run_id)
+        if (
+            record is None
+            or record.user != self.principal.user
+            or record.tenant != self.principal.tenant
+        ):
+            raise LookupError(f"no agent run {run_id!r} of {self.principal.user}")
+        run = _Run.load(record)
+        if record.status != "waiting_approval":
+            return self._result(run, record.status, "the run has ended already")
+        return await self._go(run)
+
+    # -- the loop -------------------------------------------------------------
+    async def _go(self, run: _Run) -> RunResult:
+        started = time.monotonic()
+        spent_before = run.usage.seconds
+        try:
+            with anyio.fail_after(self._time_left(spent_before)):
+                status, reason = await self._loop(run)
+        except TimeoutError:
+            status, reason = "stopped", f"wall time limit ({self.limits.wall_time:g} s) reached"
+        except _Stop as stop:
+            status, reason = stop.status, stop.reason
+        run.usage.seconds = spent_before + (time.monotonic() - started)
+        kinds: dict[str, EventKind] = {
+            "completed": "done",
+            "waiting_approval": "waiting",
+            "stopped": "stopped",
+            "failed": "failed",
+            "running": "stopped",
+        }
+        kind = kinds[status]
+        self._emit(run, kind, reason, approvals=list(run.pending))
+        await self._save(run, status)
+        return self._result(run, status, reason)
+
+    def _time_left(self, spent: float) -> float | None:
+        if self.limits.wall_time is None:
+            return None
+        return max(self.limits.wall_time - spent, 0.001)
+
+    async def _loop(self, run: _Run) -> tuple[RunStatus, str]:
+        if run.remaining or run.pending:
+            outcome = await self._finish_turn(run)
+            if outcome is not None:
+                return outcome
+        while True:
+            self._check_limits(run)
+            response = await self._ask(run)
+            message = response.message
+            run.messages.append(message)
+            if message.text:
+                self._emit(run, "text", message.text)
+            calls = message.tool_calls
+            if not calls:
+                return "completed", "the model answered"
+            if run.usage.tool_calls + len(calls) > self.limits.max_tool_calls:
+                raise _Stop(
+                    "stopped",
+                    f"tool call limit ({self.limits.max_tool_calls}) reached: the model "
+                    f"proposed {len(calls)} more",
+                )
+            run.turn_calls = [c.id for c in calls]
+            run.remaining = list(calls)
+            run.results = {}
+            outcome = await self._finish_turn(run)
+            if outcome is not None:
+                return outcome
+            if isinstance(self.tool_choice, ForcedTool):
+                return "completed", f"the forced tool {self.tool_choice.name} was called"
+
+    def _check_limits(self, run: _Run) -> None:
+        limits = self.limits
+        if run.turn >= limits.max_turns:
+            raise _Stop("stopped", f"turn limit ({limits.max_turns}) reached")
+        spent = run.usage.input_tokens + run.usage.output_tokens
+        if limits.max_tokens is not None and spent >= limits.max_tokens:
+            raise _Stop("stopped", f"token limit ({limits.max_tokens}) reached: {spent} spent")
+
+    async def _ask(self, run: _Run) -> ModelResponse:
+        tools = self._tools()
+        request = ModelRequest(
+            messages=tuple(run.messages),
+            tools=tools,
+            system=self.system,
+            tool_choice=self.tool_choice,
+            parallel_tool_calls=self.limits.concurrent_reads,
+            max_tokens=self.limits.max_tokens_per_request,
+        )
+        run.turn += 1
+        run.usage.requests += 1
+        definitions = [
+            {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
+            for t in tools
+        ]
+        run.usage.tool_definition_tokens += estimate_tokens(definitions)
+        run.trace.append(
+            {
+                "type": "model_request",
+                "turn": run.turn,
+                "at": _now().isoformat(),
+                "model": self.model.name,
+                "messages": len(request.messages),
+                "tools": [t.name for t in tools],
+                "tool_choice": self.tool_choice
+                if isinstance(self.tool_choice, str)
+                else {"tool": self.tool_choice.name},
+            }
+        )
+        try:
+            response = await self.model.request(request)
+        except ModelError as exc:
+            run.trace.append({"type": "model_error", "turn": run.turn, "error": str(exc)})
+            raise _Stop("failed", f"the model request failed: {exc}") from None
+        run.usage.input_tokens += response.usage.input_tokens
+        run.usage.output_tokens += response.usage.output_tokens
+        run.trace.append(
+            {
+                "type": "model_response",
+                "turn": run.turn,
+                "at": _now().isoformat(),
+                "stop_reason": response.stop_reason,
+                "usage": {
+                    "input_tokens": response.usage.input_tokens,
+                    "output_tokens": response.usage.output_tokens,
+                },
+                "message": message_to_json(response.message),
+                "raw": dict(response.raw) if response.raw is not None else None,
+            }
+        )
+        return response
+
+    async def _finish_turn(self, run: _Run) -> tuple[RunStatus, str] | None:
+        """Make the turn's remaining calls; None once all have results (sent back)."""
+        run.pending = []
+        while run.remaining:
+            batch = self._next_batch(run.remaining)
+            envelopes: list[Envelope | None] = [None] * len(batch)
+
+            async def make(
+                index: int, call: ToolCall, into: list[Envelope | None] = envelopes
+            ) -> None:
+                into[index] = await self._call(run, call)
+
+            async with anyio.create_task_group() as group:
+                for index, call in enumerate(batch):
+                    group.start_soon(make, index, call)
+            for call, envelope in zip(batch, envelopes, strict=True):
+                assert envelope is not None
+                self._count(run, call, envelope)
+                if envelope.status is Status.PENDING_APPROVAL:
+                    payload = envelope.payload if isinstance(envelope.payload, dict) else {}
+                    run.pending.append(str(payload.get("approval_id", "")))
+                    continue
+                run.results[call.id] = result_for(call, envelope)
+                run.remaining.remove(call)
+            if run.pending:
+                # Later calls of the turn may depend on the parked one: they wait too.
+                return "waiting_approval", (
+                    f"waiting for approval {', '.join(run.pending)}; resume with "
+                    f"callgate run --resume {run.id}"
+                )
+        ordered = tuple(run.results[call_id] for call_id in run.turn_calls)
+        run.messages.append(ToolResults(results=ordered))
+        run.results = {}
+        run.turn_calls = []
+        return None
+
+    def _next_batch(self, remaining: Sequence[ToolCall]) -> list[ToolCall]:
+        first = remaining[0]
+        if not (self.limits.concurrent_reads and self._is_read(first)):
+            return [first]
+        batch = []
+        for call in remaining:
+            if not self._is_read(call):
+                break
+            batch.append(call)
+        return batch
+
+    def _is_read(self, call: ToolCall) -> bool:
+        spec = self.gate.registry.get(call.name)
+        return spec is not None and spec.risk is RiskTier.READ
+
+    async def _call(self, run: _Run, call: ToolCall) -> Envelope:
+        self._emit(run, "call", call.name, call_id=call.id, arguments=dict(call.arguments))
+        arguments: Mapping[str, Any] | str = (
+            call.raw_arguments if call.raw_arguments is not None else call.arguments
+        )
+        envelope = await self.gate.call(
+            call.name,
+            arguments,
+            principal=self.principal,
+            session_id=f"agent:{run.id}",
+            # One key per call of the run: a resumed run never repeats a call that ran.
+            idempotency_key=f"{run.id}:{run.turn}:{call.id}",
+        )
+        run.trace.append(
+            {
+                "type": "tool_call",
+                "turn": run.turn,
+                "call": _call_json(call),
+                "envelope": envelope.model_dump(mode="json"),
+            }
+        )
+        self._emit(
+            run,
+            "result",
+            result_for(call, envelope).content,
+            call_id=call.id,
+            name=call.name,
+            status=envelope.status.value,
+        )
+        return envelope
+
+    def _count(self, run: _Run, call: ToolCall, envelope: Envelope) -> None:
+        usage = run.usage
+        usage.tool_calls += 1
+        spec = self.gate.registry.get(call.name)
+        risk = spec.risk.value if spec is not None else "unknown"
+        usage.calls_by_risk[risk] = usage.calls_by_risk.get(risk, 0) + 1
+        if envelope.status is Status.PENDING_APPROVAL:
+            outcome = "pending_approval"
+            usage.approvals += 1
+        elif envelope.error is not None:
+            outcome = envelope.error.kind.value
+            usage.errors += 1
+        else:
+            outcome = envelope.status.value
+        usage.outcomes[outcome] = usage.outcomes.get(outcome, 0) + 1
+        if envelope.status is not Status.PENDING_APPROVAL:
+            run.calls.append(
+                CallOutcome(
+                    call_id=call.id,
+                    name=call.name,
+                    arguments=dict(call.arguments),
+                    status=envelope.status.value,
+                    payload=envelope.payload if envelope.status is Status.OK else None,
+                    error_kind=envelope.error.kind.value if envelope.error else None,
+                )
+            )
+
+    # -- results ----------------------------------------------------------------
+    async def _save(self, run: _Run, status: RunStatus) -> None:
+        await self.gate.store.save_run(
+            RunRecord(
+                id=run.id,
+                user=self.principal.user,
+                tenant=self.principal.tenant,
+                status=status,
+                created_at=run.created_at,
+                updated_at=_now(),
+                state=run.state(self.model.name),
+                trace=run.trace,
+            )
+        )
+
+    def _result(self, run: _Run, status: RunStatus, reason: str) -> RunResult:
+        output = ""
+        for message in reversed(run.messages):
+            if isinstance(message, AssistantMessage) and message.text:
+                output = message.text
+                break
+        return RunResult(
+            run_id=run.id,
+            status=status,
+            reason=reason,
+            output=output,
+            messages=tuple(run.messages),
+            usage=replace(run.usage),
+            calls=tuple(run.calls),
+            pending_approvals=tuple(run.pending) if status == "waiting_approval" else (),
+        )

@@ -1,0 +1,84 @@
+"""Between the gate and a model: tool definitions out, Envelopes back as results."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from callgate.agent.messages import ToolCall, ToolDef, ToolResult
+from callgate.contract import Principal, ToolSpec
+from callgate.runtime.envelope import Envelope, Status
+from callgate.runtime.gate import Gate
+
+__all__ = ["estimate_tokens", "result_for", "tool_def", "tool_defs"]
+
+
+def tool_def(spec: ToolSpec, *, strict: bool = False) -> ToolDef:
+    """The model's view of one tool: model-facing schema, description, examples."""
+    return ToolDef(
+        name=spec.name,
+        description=spec.description,
+        input_schema=dict(spec.input_schema),
+        strict=strict,
+        input_examples=tuple(dict(example) for example in spec.input_examples),
+    )
+
+
+def tool_defs(
+    gate: Gate,
+    principal: Principal,
+    *,
+    names: Iterable[str] | None = None,
+    strict: bool = False,
+) -> tuple[ToolDef, ...]:
+    """The tools ``principal`` may call (callgate's own included, e.g. ``read_more``),
+    in name order; with ``names``, only those (unknown names are refused).
+
+    Raises:
+        ValueError: a name in ``names`` is not a tool ``principal`` may call.
+    """
+    specs = gate.tools(principal)
+    if names is not None:
+        wanted = set(names)
+        known = {spec.name for spec in specs}
+        missing = sorted(wanted - known)
+        if missing:
+            raise ValueError(f"no tool {missing} that {principal.user} may call")
+        specs = [spec for spec in specs if spec.name in wanted]
+    return tuple(tool_def(spec, strict=strict) for spec in specs)
+
+
+def estimate_tokens(value: Any) -> int:
+    """A rough token count of ``value`` as JSON text (about 4 characters a token).
+
+    Providers count with their own tokenizers, which cannot be loaded offline; this
+    is for comparing sizes (tool definitions across formats), not for billing.
+    """
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return math.ceil(len(text) / 4)
+
+
+def _payload_text(payload: Any) -> str:
+    if isinstance(payload, str):
+        return payload
+    return json.dumps(payload, ensure_ascii=False, default=str)
+
+
+def result_for(call: ToolCall, envelope: Envelope) -> ToolResult:
+    """What the model reads for ``call``: the payload, or the Envelope's message
+    and next step (an error result), paired with the call's id."""
+    if envelope.status is Status.OK:
+        text = _payload_text(envelope.payload)
+        if envelope.truncated is not None:
+            text = f"{text}\n{envelope.truncated.notice}"
+        return ToolResult(call_id=call.id, name=call.name, content=text)
+    lines: Sequence[str]
+    if envelope.error is not None:
+        lines = [envelope.error.message_for_model]
+        if envelope.error.next_step:
+            lines = [*lines, f"Next step: {envelope.error.next_step}"]
+    else:
+        lines = [f"The call ended with status {envelope.status.value}."]
+    return ToolResult(call_id=call.id, name=call.name, content="\n".join(lines), is_error=True)
