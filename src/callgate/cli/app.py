@@ -43,6 +43,7 @@ from callgate.cli._common import (
 from callgate.cli.approvals import approvals_app
 from callgate.cli.audit_view import dropped_fields, records_json, summarize
 from callgate.cli.demo_tour import run_tour
+from callgate.cli.run import run
 from callgate.cli.serve import serve
 from callgate.config import GateConfig, default_config, load_config
 from callgate.contract import Principal
@@ -60,6 +61,7 @@ app = typer.Typer(
 )
 app.add_typer(approvals_app)
 app.command()(serve)
+app.command()(run)
 
 DEMO_STATE_ENV = "CALLGATE_DEMO_STATE"
 """The file the demo tools keep their data in (read by ``callgate.demo``)."""

@@ -1,0 +1,105 @@
+"""Models by provider name: what ``callgate run --provider`` builds.
+
+Each adapter lives in its own module and imports its provider's official SDK (an
+optional extra), so nothing here imports an SDK until that provider is asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from callgate.agent.model import Model
+
+__all__ = ["PROVIDERS", "MissingCredentials", "Provider", "make_model"]
+
+
+class MissingCredentials(ValueError):
+    """The provider needs an API key and none is configured; the message says which
+    environment variable to set."""
+
+
+@dataclass(frozen=True)
+class Provider:
+    """One way to reach models: its adapter, its extra, and the key it needs."""
+
+    name: str
+    module: str
+    cls: str
+    extra: str
+    key_env: tuple[str, ...]
+    """Environment variables that may hold the key (the first is the one to set)."""
+    needs_key: bool = True
+
+
+PROVIDERS: dict[str, Provider] = {
+    p.name: p
+    for p in (
+        Provider(
+            "anthropic",
+            "callgate.agent.anthropic",
+            "AnthropicModel",
+            "anthropic",
+            ("ANTHROPIC_API_KEY",),
+        ),
+        Provider(
+            "openai", "callgate.agent.openai_chat", "OpenAIChatModel", "openai", ("OPENAI_API_KEY",)
+        ),
+        Provider(
+            "openai-responses",
+            "callgate.agent.openai_responses",
+            "OpenAIResponsesModel",
+            "openai",
+            ("OPENAI_API_KEY",),
+        ),
+        Provider(
+            "gemini",
+            "callgate.agent.gemini",
+            "GeminiModel",
+            "gemini",
+            ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        ),
+        # Local servers (vLLM, llama.cpp, Ollama) usually take no key: OPENAI_API_KEY if set.
+        Provider(
+            "openai-compatible",
+            "callgate.agent.openai_chat",
+            "OpenAIChatModel",
+            "openai",
+            ("OPENAI_API_KEY",),
+            needs_key=False,
+        ),
+    )
+}
+
+
+def make_model(provider: str, model: str, *, base_url: str | None = None) -> Model:
+    """The model ``model`` of ``provider`` (see :data:`PROVIDERS`).
+
+    Raises:
+        ValueError: an unknown provider, or ``openai-compatible`` without a base URL.
+        MissingCredentials: no API key in the environment.
+        ImportError: the provider's SDK is not installed (the message names the extra).
+    """
+    found = PROVIDERS.get(provider)
+    if found is None:
+        raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
+    if provider == "openai-compatible" and not base_url:
+        raise ValueError(
+            "--provider openai-compatible needs --base-url, e.g. http://127.0.0.1:11434/v1"
+        )
+    key = next((os.environ[name] for name in found.key_env if os.environ.get(name)), None)
+    if found.needs_key and key is None:
+        raise MissingCredentials(
+            f"no API key for {provider}: set the environment variable {found.key_env[0]}"
+        )
+    import importlib
+
+    try:
+        module = importlib.import_module(found.module)
+    except ImportError as exc:
+        raise ImportError(
+            f"{provider} needs its SDK: pip install 'callgate[{found.extra}]' ({exc})"
+        ) from exc
+    factory = getattr(module, found.cls)
+    built: Model = factory(model, api_key=key, base_url=base_url)
+    return built
