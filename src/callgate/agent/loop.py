@@ -16,8 +16,9 @@ with its call's id, in the model's order.
   turn wait too, and the run's state (messages, the turn's results so far, the
   calls still to make) is saved in the gate's store (``waiting_approval``).
   :meth:`Agent.resume` continues it, in any process, once the approval is
-  decided. Every call carries an idempotency key made of the run, the turn and the
-  call's id, so a resumed run never repeats a call that ran.
+  decided. Only the calls without a result are made then, and every write carries
+  an idempotency key made of the run, the turn and the call's id, so even two
+  processes resuming the same run cannot make a write twice.
 - A forced tool (``tool_choice=ForcedTool(...)``, e.g. a ``record_invoice`` tool
   for structured extraction) ends the run after that tool's call: the result is
   in :attr:`RunResult.calls`.
@@ -504,8 +505,9 @@ class Agent:
             arguments,
             principal=self.principal,
             session_id=f"agent:{run.id}",
-            # One key per call of the run: a resumed run never repeats a call that ran.
-            idempotency_key=f"{run.id}:{run.turn}:{call.id}",
+            # One key per write of the run: even two processes resuming the same run
+            # cannot make a write twice. Reads are safe to repeat and skip the cost.
+            idempotency_key=None if self._is_read(call) else f"{run.id}:{run.turn}:{call.id}",
         )
         run.trace.append(
             {
