@@ -1,4 +1,4 @@
-"""The Anthropic adapter against the real SDK, over wire fixtures; its schema conversion on BFCL and tau2."""
+"""The Anthropic adapter: the real SDK against wire fixtures (request and response JSON as documented)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,7 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
-from jsonschema import Draft202012Validator
 
-from callgate.agent._anthropic_schema import input_schema, strict_input_schema
 from callgate.agent.anthropic import AnthropicModel
 from callgate.agent.messages import (
     AssistantMessage,
@@ -32,7 +30,7 @@ from callgate.agent.messages import (
 )
 from callgate.agent.model import ModelError
 from callgate.agent.names import ANTHROPIC_NAMES
-from tests.agent.corpus import bfcl_calls, bfcl_unique_tools, tau2_tools
+from tests.agent.corpus import bfcl_calls
 
 pytestmark = pytest.mark.anyio
 
@@ -174,13 +172,16 @@ async def test_a_request_with_tools_and_history_is_the_documented_wire_json(
     assert model.name == "anthropic:claude-sonnet-4-6"
 
 
-async def test_an_empty_text_part_is_not_sent(wire: Wire, model: AnthropicModel) -> None:
-    # The API refuses empty text blocks, and assistant turns with no content at all.
+async def test_empty_parts_are_not_sent_and_turns_of_one_role_are_joined(
+    wire: Wire, model: AnthropicModel
+) -> None:
+    # The API refuses empty text blocks and empty turns; it would join same-role turns.
     wire.answers.append((200, fixture("message_text.json")))
     call = ToolCall(id="toolu_1", name="ops.rollback", arguments={"deploy_id": "D-1"})
     await model.request(
         ask(
             UserMessage(content="Go."),
+            AssistantMessage(parts=(Text(text="Rolling back."),)),
             AssistantMessage(parts=(Text(text=""), call)),
             ToolResults(
                 results=(ToolResult(call_id="toolu_1", name="ops.rollback", content="ok"),)
@@ -189,8 +190,9 @@ async def test_an_empty_text_part_is_not_sent(wire: Wire, model: AnthropicModel)
             UserMessage(content="And now?"),
         )
     )
-    roles = [(m["role"], [b["type"] for b in m["content"]]) for m in wire.body["messages"][1:]]
-    assert roles == [("assistant", ["tool_use"]), ("user", ["tool_result", "text"])]
+    turns = [(m["role"], [b["type"] for b in m["content"]]) for m in wire.body["messages"][1:]]
+    assert turns == [("assistant", ["text", "tool_use"]), ("user", ["tool_result", "text"])]
+    assert wire.body["messages"][0] == {"role": "user", "content": "Go."}
 
 
 @pytest.mark.parametrize(
@@ -409,50 +411,7 @@ def test_callgate_agent_does_not_import_the_sdk_and_the_adapter_names_the_extra(
     assert "pip install 'callgate[anthropic]'" in out.stdout
 
 
-# -- schemas: the corpora ----------------------------------------------------------
-
-
-def corpus_tools() -> list[Any]:
-    return [*bfcl_unique_tools(), *tau2_tools()]
-
-
-META = Draft202012Validator(Draft202012Validator.META_SCHEMA)
-"""What ``check_schema`` does, built once: it builds a validator per call, 6,500 times here."""
-
-
-def test_every_corpus_schema_converts_to_an_input_schema_the_api_accepts() -> None:
-    tools = corpus_tools()
-    assert len(tools) == 3_200 + 72
-    strict = 0
-    for tool in tools:
-        schema = input_schema(tool.schema)
-        assert schema["type"] == "object", tool.name
-        META.validate(schema)
-        assert '"$ref"' not in json.dumps(schema) and "$defs" not in schema, tool.name
-        closed = strict_input_schema(tool.schema)
-        if closed is not None:
-            META.validate(closed)
-            strict += 1
-    # Those without a strict form have open maps (BFCL "dict") or values of any type.
-    assert strict == 3_131
-
-
-def test_no_bfcl_ground_truth_call_is_lost_by_the_conversion() -> None:
-    checked = lost_to_strict = 0
-    for call in bfcl_calls():
-        if not Draft202012Validator(call.tool.schema).is_valid(call.arguments):
-            continue  # BFCL's answer does not fit its own schema: nothing to keep
-        checked += 1
-        converted = Draft202012Validator(input_schema(call.tool.schema))
-        assert converted.is_valid(call.arguments), (call.entry, call.tool.name)
-        closed = strict_input_schema(call.tool.schema)
-        if closed is not None:
-            errors = list(Draft202012Validator(closed).iter_errors(call.arguments))
-            # Strict closes objects: only arguments the schema never named are refused.
-            assert all(e.validator == "additionalProperties" for e in errors), call.entry
-            lost_to_strict += bool(errors)
-    assert checked == 3_101
-    assert lost_to_strict == 4
+# -- names ------------------------------------------------------------------------
 
 
 async def test_bfcl_dotted_names_round_trip_through_the_wire(
@@ -494,160 +453,3 @@ async def test_bfcl_dotted_names_round_trip_through_the_wire(
     want = [(c.tool.name, json.dumps(c.arguments, sort_keys=True)) for c in dotted]
     assert got == want
     assert len(tools) > 500 and len(dotted) > 1000
-
-
-# -- schemas: what is done to them --------------------------------------------------
-
-TREE = {
-    "$defs": {
-        "Node": {
-            "type": "object",
-            "properties": {
-                "name": {"type": "string"},
-                "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
-            },
-            "required": ["name"],
-        }
-    },
-    "type": "object",
-    "properties": {
-        "root": {"$ref": "#/$defs/Node", "description": "The top."},
-        "elsewhere": {"$ref": "other.json#/Thing"},
-    },
-}
-
-
-def test_references_are_inlined_and_recursion_is_cut_without_losing_values() -> None:
-    schema = input_schema(TREE)
-    root = schema["properties"]["root"]
-    assert root["description"] == "The top."  # an annotating sibling overrides the target's
-    assert root["properties"]["name"] == {"type": "string"}
-    assert root["properties"]["children"]["items"] == {
-        "description": "Any value: the same shape as Node (recursive)."
-    }
-    assert schema["properties"]["elsewhere"] == {
-        "description": "Any value: the same shape as other.json#/Thing (not resolvable here)."
-    }
-    deep = {"root": {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}]}}
-    assert Draft202012Validator(TREE).is_valid(deep)
-    assert Draft202012Validator(schema).is_valid(deep)
-    assert strict_input_schema(TREE) is None  # strict mode compiles no recursion
-
-
-def test_a_constraining_ref_sibling_is_kept_beside_the_target() -> None:
-    schema = input_schema(
-        {
-            "definitions": {"Code": {"type": "string", "pattern": "^[A-Z]+$"}},
-            "type": "object",
-            "properties": {"code": {"$ref": "#/definitions/Code", "maxLength": 3}},
-        }
-    )
-    assert schema["properties"]["code"] == {
-        "allOf": [{"type": "string", "pattern": "^[A-Z]+$"}],
-        "maxLength": 3,
-    }
-
-
-def test_names_and_data_that_look_like_keywords_are_left_alone() -> None:
-    original = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$comment": "internal",
-        "type": "object",
-        "properties": {
-            "$ref": {"type": "string"},
-            "$defs": {"type": "integer"},
-            "query": {"type": "object", "default": {"$ref": "#/not/a/schema"}, "properties": {}},
-        },
-    }
-    schema = input_schema(original)
-    assert schema == {
-        "type": "object",
-        "properties": {
-            "$ref": {"type": "string"},
-            "$defs": {"type": "integer"},
-            "query": {"type": "object", "default": {"$ref": "#/not/a/schema"}, "properties": {}},
-        },
-    }
-
-
-def test_the_root_becomes_an_object() -> None:
-    assert input_schema({}) == {"type": "object"}
-    assert input_schema({"type": ["object", "null"], "properties": {}})["type"] == "object"
-    merged = input_schema(
-        {
-            "anyOf": [
-                {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
-                {
-                    "type": "object",
-                    "properties": {"email": {"type": "string"}, "id": {"type": "integer"}},
-                    "required": ["email"],
-                },
-            ]
-        }
-    )
-    assert merged["type"] == "object" and "anyOf" not in merged and "required" not in merged
-    assert merged["properties"]["id"] == {"anyOf": [{"type": "string"}, {"type": "integer"}]}
-    assert "one of 2 forms" in merged["description"] and "(email)" in merged["description"]
-    assert Draft202012Validator(merged).is_valid({"email": "a@b.c"})
-    assert Draft202012Validator(merged).is_valid({"id": 7})
-    both = input_schema(
-        {
-            "allOf": [
-                {"properties": {"a": {"type": "string"}}, "required": ["a"]},
-                {"properties": {"b": {"type": "integer"}}, "required": ["b"]},
-            ]
-        }
-    )
-    assert both == {
-        "type": "object",
-        "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
-        "required": ["a", "b"],
-    }
-    with pytest.raises(ValueError, match="must describe an object"):
-        input_schema({"type": "string"})
-
-
-def test_the_strict_form_closes_objects_and_describes_what_it_cannot_compile() -> None:
-    strict = strict_input_schema(
-        {
-            "type": "object",
-            "properties": {
-                "count": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 10,
-                    "description": "How many.",
-                },
-                "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2},
-                "when": {"type": "string", "format": "date"},
-                "zip": {"type": "string", "format": "postal-code"},
-                "pick": {"oneOf": [{"type": "string"}, {"type": "null"}]},
-                "where": {"type": "object", "properties": {"city": {"type": "string"}}},
-            },
-        }
-    )
-    assert strict == {
-        "type": "object",
-        "properties": {
-            "count": {"type": "integer", "description": "How many. (minimum: 1, maximum: 10)"},
-            "tags": {"type": "array", "items": {"type": "string"}, "description": "(minItems: 2)"},
-            "when": {"type": "string", "format": "date"},
-            "zip": {"type": "string", "description": "(format: 'postal-code')"},
-            "pick": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-            "where": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "additionalProperties": False,
-            },
-        },
-        "additionalProperties": False,
-    }
-    assert strict_input_schema({"type": "object"}) == {
-        "type": "object",
-        "properties": {},
-        "additionalProperties": False,
-    }
-    free_form = {"type": "object", "properties": {"extra": {"type": "object"}}}
-    any_value = {"type": "object", "properties": {"value": {"description": "Anything."}}}
-    assert strict_input_schema(free_form) is None
-    assert strict_input_schema(any_value) is None

@@ -15,7 +15,7 @@ How callgate's representation maps to the API:
   sent only where the schema has a strict form (else the tool goes without it,
   logged): a schema the grammar cannot compile would fail the whole request.
 - :class:`ToolResults` -> one user message with a ``tool_result`` block per result,
-  in order; consecutive user-side messages are joined into one (results first).
+  in order; consecutive messages of one role are joined into one turn.
 - ``tool_choice`` -> ``{"type": "auto" | "any" | "none" | "tool"}``;
   ``parallel_tool_calls=False`` -> ``disable_parallel_tool_use``.
 - Usage: input tokens include the prompt-cache reads and writes (the API counts
@@ -148,7 +148,8 @@ class AnthropicModel:
                 **options,
             )
         except anthropic.APIError as error:
-            raise _model_error(error, self._client.api_key) from None
+            # Not chained: the SDK's exception carries the request, headers and all.
+            raise _model_error(error, self._client.api_key, self._client.auth_token) from None
         return response_from(response, names)
 
 
@@ -197,26 +198,33 @@ def _tool_choice(request: ModelRequest, names: NameMap) -> ToolChoiceParam:
 
 
 def messages_param(messages: Iterable[Message], names: NameMap) -> list[MessageParam]:
-    """callgate's messages as the API's, consecutive user-side ones joined."""
+    """callgate's messages as the API's.
+
+    Consecutive turns of one role are joined into one (a tool's results and the
+    user's next words, say): the API would join them anyway, and this way the
+    request says what the model reads.
+    """
     out: list[MessageParam] = []
     for message in messages:
         if isinstance(message, AssistantMessage):
             blocks = _assistant_blocks(message, names)
-            if blocks:  # the API refuses an empty assistant turn
+            if not blocks:
+                continue  # the API refuses an empty assistant turn
+            if out and out[-1]["role"] == "assistant":
+                out[-1]["content"] = [*_blocks(out[-1]["content"]), *blocks]
+            else:
                 out.append({"role": "assistant", "content": blocks})
-            continue
-        blocks = _user_blocks(message)
-        last = out[-1] if out else None
-        if last is not None and last["role"] == "user":
-            previous = last["content"]
-            if isinstance(previous, str):
-                previous = [{"type": "text", "text": previous}]
-            last["content"] = [*previous, *blocks]
+        elif out and out[-1]["role"] == "user":
+            out[-1]["content"] = [*_blocks(out[-1]["content"]), *_user_blocks(message)]
         elif isinstance(message, UserMessage):
             out.append({"role": "user", "content": message.content})
         else:
-            out.append({"role": "user", "content": blocks})
+            out.append({"role": "user", "content": _user_blocks(message)})
     return out
+
+
+def _blocks(content: Any) -> list[Any]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
 
 
 def _user_blocks(message: UserMessage | ToolResults) -> list[ContentBlockParam]:
@@ -286,7 +294,7 @@ def response_from(response: AnthropicMessage, names: NameMap) -> ModelResponse:
     )
 
 
-def _model_error(error: anthropic.APIError, api_key: str | None) -> ModelError:
+def _model_error(error: anthropic.APIError, *secrets: str | None) -> ModelError:
     status: int | None = None
     if isinstance(error, anthropic.APIStatusError):
         status = error.status_code
@@ -301,8 +309,9 @@ def _model_error(error: anthropic.APIError, api_key: str | None) -> ModelError:
         message, retryable = "could not reach the Anthropic API (connection error)", True
     else:  # a response the SDK could not read
         message, retryable = f"Anthropic API error: {error.message}", False
-    if api_key:
-        message = message.replace(api_key, "[redacted]")
+    for secret in secrets:
+        if secret:
+            message = message.replace(secret, "[redacted]")
     return ModelError(message, retryable=retryable, status=status)
 
 
