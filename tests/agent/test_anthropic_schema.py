@@ -212,3 +212,24 @@ def test_the_strict_form_closes_objects_and_describes_what_it_cannot_compile() -
     any_value = {"type": "object", "properties": {"value": {"description": "Anything."}}}
     assert strict_input_schema(free_form) is None
     assert strict_input_schema(any_value) is None
+
+
+def test_definitions_that_double_at_every_level_are_inlined_only_so_far() -> None:
+    # Inlined in full, this would hold 2**30 copies of the innermost object.
+    depth = 30
+    defs = {
+        f"D{i}": {
+            "type": "object",
+            "properties": {"a": {"$ref": f"#/$defs/D{i + 1}"}, "b": {"$ref": f"#/$defs/D{i + 1}"}},
+        }
+        for i in range(depth)
+    }
+    defs[f"D{depth}"] = {"type": "string"}
+    original = {"$defs": defs, "type": "object", "properties": {"top": {"$ref": "#/$defs/D0"}}}
+    schema = input_schema(original)
+    text = json.dumps(schema)
+    assert text.count("not inlined: the schema is too large") > 0
+    assert len(text) < 1_000_000
+    value = {"top": {"a": {"a": {"b": {}}}, "b": {}}}
+    assert Draft202012Validator(original).is_valid(value)
+    assert Draft202012Validator(schema).is_valid(value)

@@ -18,7 +18,9 @@ What is done to a schema, and why:
   ``allOf`` of the target, which is what 2020-12 means by them.
 - A reference met again inside its own expansion (a recursive schema) becomes
   an unconstrained schema with a description naming the shape; so does a
-  reference that cannot be resolved (another document, ``$dynamicRef``). Both
+  reference that cannot be resolved (another document, ``$dynamicRef``), and
+  any reference past the first 1,000 inlined (shared definitions can make the
+  inlined form exponentially large). Both
   accept more than the original, never less: the model is not constrained there,
   and callgate's gate still validates the arguments against the original schema.
 - Dropped: ``$schema``, ``$id``, ``$anchor``, ``$dynamicAnchor``,
@@ -105,9 +107,16 @@ def input_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return _object_root(inlined if isinstance(inlined, dict) else {})
 
 
+_MAX_EXPANSIONS = 1_000
+"""References inlined per schema at most. Definitions that each use the next twice
+double the schema at every level; past this, the remaining references are left
+unconstrained, so a hostile upstream schema cannot exhaust memory."""
+
+
 class _Inliner:
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
+        self.expansions = 0
 
     def node(self, node: Any, stack: tuple[str, ...]) -> Any:
         if not isinstance(node, Mapping):
@@ -136,7 +145,10 @@ class _Inliner:
     def reference(self, ref: str, node: Mapping[str, Any], stack: tuple[str, ...]) -> Any:
         if ref in stack:
             target: Any = _unconstrained(f"{_shape_name(ref)} (recursive)")
+        elif self.expansions >= _MAX_EXPANSIONS:
+            target = _unconstrained(f"{_shape_name(ref)} (not inlined: the schema is too large)")
         else:
+            self.expansions += 1
             found = _resolve(self.root, ref)
             if found is None:
                 target = _unconstrained(f"{ref} (not resolvable here)")
