@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -94,10 +94,13 @@ def _error(code: int, status: str, message: str) -> httpx.Response:
     )
 
 
+Answer = dict[str, Any] | httpx.Response | Exception | Callable[[httpx.Request], httpx.Response]
+
+
 class Wire:
     """The Gemini API as fixtures: answers in order, records what the SDK sent."""
 
-    def __init__(self, *answers: dict[str, Any] | httpx.Response | Exception) -> None:
+    def __init__(self, *answers: Answer) -> None:
         self.answers = list(answers)
         self.requests: list[httpx.Request] = []
 
@@ -106,6 +109,8 @@ class Wire:
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
+        if callable(answer):
+            return answer(request)
         return answer if isinstance(answer, httpx.Response) else httpx.Response(200, json=answer)
 
     def model(self) -> GeminiModel:
@@ -227,6 +232,7 @@ async def test_parallel_calls_get_stable_unique_ids_and_names_map_back() -> None
             {"functionCall": {"name": dotted, "args": {"n": 6}}},
             {"functionCall": {"name": "placeholder", "args": {}}},
             {"functionCall": {"id": "api-id-9", "name": "ops.deploy_status", "args": {}}},
+            {"functionCall": {"id": "api-id-9", "name": "ops.deploy_status", "args": {"x": 1}}},
             text="Computing both.",
         )
     )
@@ -251,6 +257,7 @@ async def test_parallel_calls_get_stable_unique_ids_and_names_map_back() -> None
         ("math.factorial-r7-1", dotted, {"n": 6}),
         ("placeholder-r7-2", "placeholder", {}),  # unknown to callgate: kept for the gate
         ("api-id-9", "ops.deploy_status", {}),  # the API's own id wins
+        ("api-id-9-4", "ops.deploy_status", {"x": 1}),  # unless it repeats within the turn
     ]
     assert first.usage == Usage(input_tokens=120, output_tokens=37)  # thinking is output
     assert first.raw is not None and first.raw["response_id"] == "r7"
@@ -417,3 +424,30 @@ def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPat
     with pytest.raises(ImportError, match=r"pip install 'callgate\[gemini\]'"):
         importlib.import_module("callgate.agent.gemini")
     assert "callgate.agent.gemini" not in sys.modules
+
+
+async def test_every_bfcl_name_round_trips_through_the_sdk() -> None:
+    from tests.agent.corpus import bfcl_unique_tools
+
+    tools: dict[str, ToolDef] = {}
+    for tool in bfcl_unique_tools():  # one declaration per name, as a request holds them
+        tools.setdefault(
+            tool.name,
+            ToolDef(name=tool.name, description=tool.description, input_schema=tool.schema),
+        )
+
+    def call_every_tool(request: httpx.Request) -> httpx.Response:
+        declared = json.loads(request.content)["tools"][0]["functionDeclarations"]
+        parts = [{"functionCall": {"name": d["name"], "args": {}}} for d in declared]
+        return httpx.Response(200, json=_calls(*parts))
+
+    wire = Wire(call_every_tool)
+    response = await wire.model().request(
+        ModelRequest(messages=(UserMessage(content="call them all"),), tools=tuple(tools.values()))
+    )
+
+    declared = [d["name"] for d in wire.body()["tools"][0]["functionDeclarations"]]
+    assert sum("." in name for name in tools) > 800  # 871 distinct dotted names
+    assert len(set(declared)) == len(tools)
+    assert [c.name for c in response.message.tool_calls] == list(tools)
+    assert len({c.id for c in response.message.tool_calls}) == len(tools)

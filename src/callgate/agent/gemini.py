@@ -13,7 +13,8 @@ async API (``client.aio.models.generate_content``):
 - ``tool_choice`` is ``tool_config.function_calling_config`` (``AUTO``,
   ``ANY``, ``NONE``; a forced tool is ``ANY`` with one allowed name). Gemini has
   no switch for parallel calls: ``parallel_tool_calls=False`` is not sent, and
-  the loop runs what comes back by its own rules.
+  the loop runs what comes back by its own rules. ``ToolDef.strict`` and
+  ``input_examples`` have no Gemini counterpart and are not sent.
 
 Gemini may leave a function call without an id: the adapter then makes one up
 from the response (``<name>-<index>``, with the response's id when it has one),
@@ -203,7 +204,7 @@ class GeminiModel:
                 args = dict(call.args or {})
                 call_id = call.id or _invented_id(provider_name, calls, response.response_id)
                 while call_id in seen:  # an API id repeated within the turn
-                    call_id += "'"
+                    call_id = f"{call_id}-{calls}"
                 seen.add(call_id)
                 calls += 1
                 if part.thought_signature:
