@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -181,6 +182,17 @@ def test_recursive_refs_become_loose_objects_with_a_description() -> None:
     assert "same shape as its enclosing Node" in child["description"]
     assert list(_violations(converted)) == []
     types.Schema.model_validate(converted)
+
+
+def test_doubling_references_stay_bounded() -> None:
+    defs = {f"D{i}": {"type": "object", "properties": {"a": {"$ref": f"#/$defs/D{i + 1}"},
+                                                      "b": {"$ref": f"#/$defs/D{i + 1}"}}}
+            for i in range(30)}  # fmt: skip
+    defs["D30"] = {"type": "string"}
+    converted = to_gemini_parameters({"$defs": defs, "$ref": "#/$defs/D0"})
+    assert converted is not None
+    assert len(json.dumps(converted)) < 1_000_000  # 2**30 leaves if all were inlined
+    assert list(_violations(converted)) == []
 
 
 def test_types_enums_const_and_formats_follow_gemini_rules() -> None:

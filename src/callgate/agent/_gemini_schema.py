@@ -12,7 +12,8 @@ every BFCL and tau2 schema).
 What the subset forces, and what this module does about it:
 
 - no ``$ref`` / ``$defs``: references are inlined; a reference to a schema
-  being expanded (recursion) becomes a loose object whose description says so;
+  being expanded (recursion), or past 1,000 inlined references, becomes a loose
+  object whose description says so;
 - no ``null`` type: ``type: [x, "null"]``, ``anyOf`` with a null branch and
   ``null`` in an enum become ``nullable``; ``oneOf`` is read as ``anyOf``
   (looser, so no correct call is refused); ``allOf`` is merged;
@@ -88,6 +89,9 @@ _STRUCTURAL = frozenset(
     }
 )
 _SCALARS = ("STRING", "NUMBER", "BOOLEAN", "OBJECT")
+_MAX_INLINED = 1000
+"""References inlined per schema at most: definitions that each use the next one
+twice would otherwise double the output at every level; the rest stay loose."""
 _MAX_DEPTH = 32
 """Deeper than this, a schema becomes a loose object: real tool schemas are far
 shallower, and the limit bounds the inlining of long non-recursive ref chains."""
@@ -186,6 +190,7 @@ class _Converter:
     def __init__(self, root: Mapping[str, Any]) -> None:
         self._root = root
         self._expanding: list[str] = []
+        self._inlined = 0
 
     def convert(self, node: Any, depth: int) -> dict[str, Any]:
         if not isinstance(node, Mapping) or not node:
@@ -242,6 +247,9 @@ class _Converter:
         name = ref.rsplit("/", 1)[-1]
         if ref in self._expanding:
             return self._loose(node, f"has the same shape as its enclosing {name}")
+        if self._inlined >= _MAX_INLINED:
+            return self._loose(node, f"is a {name}")
+        self._inlined += 1
         target = self._lookup(ref)
         if not isinstance(target, Mapping):
             return self._loose(node, f"is described by {ref}")
