@@ -231,9 +231,22 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
         records = [_audit_record(row) for row in rows]
         return records[::-1] if tail is not None else records
 
+    def _read_fast(self, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
+        """A small read on SQLite's fast path, or None (use the async engine)."""
+        if self._audit_writer is None:
+            return None
+        return self._audit_writer.read_inline(sql, parameters)
+
     async def count_session_calls(self, session_id: str, tool: str, args_hash: str) -> int:
         """How many ``final`` records with status ``ok`` the session has for this
         tool and argument hash."""
+        fast = self._read_fast(
+            "SELECT count(*) FROM audit WHERE session_id = ? AND tool = ? AND args_hash = ?"
+            " AND phase = 'final' AND status = 'ok'",
+            (session_id, tool, args_hash),
+        )
+        if fast is not None:
+            return int(fast[0][0])
         stmt = select(func.count()).where(
             audit.c.session_id == session_id,
             audit.c.tool == tool,
@@ -247,6 +260,13 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
     async def session_retries(self, session_id: str) -> int:
         """Retries spent in the session: ``attempts - 1`` summed over its ``final``
         records (a call that never ran, ``attempts == 0``, counts 0)."""
+        fast = self._read_fast(
+            "SELECT coalesce(sum(CASE WHEN attempts > 1 THEN attempts - 1 ELSE 0 END), 0)"
+            " FROM audit WHERE session_id = ? AND phase = 'final'",
+            (session_id,),
+        )
+        if fast is not None:
+            return int(fast[0][0])
         retries = case((audit.c.attempts > 1, audit.c.attempts - 1), else_=0)
         stmt = select(func.coalesce(func.sum(retries), 0)).where(
             audit.c.session_id == session_id, audit.c.phase == "final"

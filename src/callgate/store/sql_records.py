@@ -218,8 +218,16 @@ class HumanLoopRecords:
         async with self._begin(write=True) as conn:
             await conn.execute(stmt)
 
+    def _read_fast(self, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
+        raise NotImplementedError  # provided by SQLStore
+
     async def session_taints(self, session_id: str) -> dict[str, str]:
         """``{taint: first tool that brought it}`` for the session."""
+        fast = self._read_fast(
+            "SELECT taint, tool FROM session_taints WHERE session_id = ?", (session_id,)
+        )
+        if fast is not None:
+            return {str(taint): str(tool) for taint, tool in fast}
         stmt = select(session_taints.c.taint, session_taints.c.tool).where(
             session_taints.c.session_id == session_id
         )

@@ -123,6 +123,25 @@ class SQLiteAuditWriter:
             raise
         return True
 
+    def read_inline(self, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
+        """Run a small read on the loop's thread (the hot path's session checks);
+        None if the database is busy (then read through the async engine).
+
+        In WAL mode a read never waits for a writer and sees every commit made
+        before it, the inline ones included; reads take microseconds, where the
+        async engine's thread hops take about a millisecond.
+        """
+        if self._closed.is_set():
+            return None
+        if self._inline_conn is None:
+            self._inline_conn = self._inline_engine.connect()
+        driver = self._inline_conn.connection.driver_connection
+        assert driver is not None
+        try:
+            return list(driver.execute(sql, parameters).fetchall())
+        except sqlite3.OperationalError:
+            return None
+
     def _checkpoint(self) -> None:
         """Move the WAL's pages into the database (passive: never blocks writers)."""
         if self._conn is None:
