@@ -1,0 +1,185 @@
+"""What the Chat Completions and Responses adapters share: the client, errors, tools
+and the way tool call arguments come back.
+
+Error results: neither API has an error flag on a tool's answer (``role: tool``,
+``function_call_output``), so an error result's text starts with
+:data:`ERROR_PREFIX`; models read it as a failed call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from callgate.agent._openai_schema import StrictSchema, loose_schema, strict_schema
+from callgate.agent.messages import (
+    AssistantMessage,
+    ForcedTool,
+    ModelRequest,
+    ToolCall,
+    ToolDef,
+    ToolResult,
+)
+from callgate.agent.model import ModelError
+from callgate.agent.names import OPENAI_NAMES, NameMap
+
+try:
+    import openai
+except ImportError as error:
+    raise ImportError(
+        "callgate's OpenAI adapters need the OpenAI SDK: pip install 'callgate[openai]'"
+    ) from error
+
+API_KEY_ENV = "OPENAI_API_KEY"
+PLACEHOLDER_KEY = "unused"
+"""Sent to an OpenAI-compatible server when no key is given: the SDK requires one,
+local servers (vLLM, llama.cpp, Ollama) ignore it."""
+ERROR_PREFIX = "ERROR: "
+
+# What an OpenAI key looks like, masked or not ("sk-abc***xyz"): never in an error text.
+_KEY_TEXT = re.compile(r"\bsk-[A-Za-z0-9_*.-]+")
+
+
+def make_client(
+    *, api_key: str | None, base_url: str | None, max_retries: int
+) -> openai.AsyncOpenAI:
+    """A client for OpenAI (key from ``OPENAI_API_KEY``) or, with ``base_url``, for
+    an OpenAI-compatible server (``api_key`` or a placeholder: ``OPENAI_API_KEY``
+    is OpenAI's and is not sent to another host).
+
+    Raises:
+        ValueError: no ``base_url``, no ``api_key`` and ``OPENAI_API_KEY`` unset.
+    """
+    if base_url is None:
+        api_key = api_key or os.environ.get(API_KEY_ENV)
+        if not api_key:
+            raise ValueError(
+                f"no OpenAI API key: set the {API_KEY_ENV} environment variable "
+                "(or pass api_key=, or base_url= for an OpenAI-compatible server)"
+            )
+    return openai.AsyncOpenAI(
+        api_key=api_key or PLACEHOLDER_KEY, base_url=base_url, max_retries=max_retries
+    )
+
+
+def model_error(error: openai.APIError, *, api_key: str | None, compatible: bool) -> ModelError:
+    """``error`` as the loop sees it: retryable for rate limits, overload, 5xx,
+    timeouts and connection errors; the text never holds the key."""
+    status: int | None = None
+    if isinstance(error, openai.APIStatusError):
+        status = error.status_code
+        code, detail = _error_body(error.body)
+        message = f"OpenAI API error {status}" + (f" ({code})" if code else "")
+        if status == 401:
+            # The API's text quotes the key it refused (masked, but still part of it).
+            message += ": authentication failed; check the API key"
+            message += "" if compatible else f" ({API_KEY_ENV})"
+        else:
+            message += f": {detail or error.message}"
+        # The SDK's own retry policy: request timeout, lock timeout, rate limit, 5xx.
+        retryable = status in (408, 409, 429) or status >= 500
+    elif isinstance(error, openai.APITimeoutError):
+        message, retryable = "OpenAI API request timed out", True
+    elif isinstance(error, openai.APIConnectionError):
+        message, retryable = "could not reach the OpenAI API (connection error)", True
+    else:  # a response the SDK could not read
+        message, retryable = f"OpenAI API error: {error.message}", False
+    if api_key:
+        message = message.replace(api_key, "[redacted]")
+    return ModelError(_KEY_TEXT.sub("[redacted]", message), retryable=retryable, status=status)
+
+
+def _error_body(body: object) -> tuple[str | None, str | None]:
+    """(code or type, message) of an OpenAI error body ``{"error": {...}}``."""
+    if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+        body = body["error"]
+    if not isinstance(body, Mapping):
+        return None, None
+    code = body.get("code") or body.get("type")
+    detail = body.get("message")
+    return (
+        str(code) if code else None,
+        str(detail) if detail else None,
+    )
+
+
+def result_text(result: ToolResult) -> str:
+    """What the model reads of ``result`` (marked when it is an error)."""
+    return ERROR_PREFIX + result.content if result.is_error else result.content
+
+
+def arguments_text(call: ToolCall) -> str:
+    """``call``'s arguments as the API carries them: a JSON string (the model's own
+    text when it was not JSON, so the model sees what it wrote)."""
+    if call.raw_arguments is not None:
+        return call.raw_arguments
+    return json.dumps(dict(call.arguments), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class OpenAITool:
+    """One tool as one request sends it."""
+
+    tool: ToolDef
+    name: str
+    parameters: dict[str, Any]
+    strict: StrictSchema | None
+
+
+class Tools:
+    """The tools of one request, their provider names, and the way back for calls.
+
+    The :class:`NameMap` is built from the request's tools and every call in its
+    history (and a forced tool), so earlier calls keep their names.
+    """
+
+    def __init__(self, request: ModelRequest, *, strict: bool) -> None:
+        names = [tool.name for tool in request.tools]
+        for message in request.messages:
+            if isinstance(message, AssistantMessage):
+                names += [call.name for call in message.tool_calls]
+        if isinstance(request.tool_choice, ForcedTool):
+            names.append(request.tool_choice.name)
+        self.names = NameMap(names, OPENAI_NAMES)
+        self.tools: list[OpenAITool] = []
+        self._strict: dict[str, StrictSchema] = {}
+        for tool in request.tools:
+            converted = strict_schema(tool.input_schema) if strict or tool.strict else None
+            parameters = converted.schema if converted else loose_schema(tool.input_schema)
+            self.tools.append(
+                OpenAITool(
+                    tool=tool,
+                    name=self.names.to_provider(tool.name),
+                    parameters=parameters,
+                    strict=converted,
+                )
+            )
+            if converted is not None:
+                self._strict[tool.name] = converted
+
+    def call(self, *, id: str, name: str, arguments: str | None) -> ToolCall:
+        """A model's call in callgate's terms: the name mapped back, the arguments
+        parsed (and, for a strict tool, restored to the original schema's form).
+
+        Arguments that are not a JSON object stay as text in ``raw_arguments``
+        (with empty ``arguments``), for the loop to answer with an error the
+        model can fix.
+        """
+        tool_name = self.names.from_provider(name)
+        text = arguments or ""
+        if not text.strip():
+            return ToolCall(id=id, name=tool_name, arguments={})  # some servers send ""
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            return ToolCall(id=id, name=tool_name, arguments={}, raw_arguments=text)
+        strict = self._strict.get(tool_name)
+        if strict is not None:
+            parsed = strict.restore(parsed)
+        return ToolCall(id=id, name=tool_name, arguments=parsed)
