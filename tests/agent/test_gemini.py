@@ -30,6 +30,8 @@ from callgate.agent.messages import (
     ToolResults,
     Usage,
     UserMessage,
+    message_from_json,
+    message_to_json,
 )
 from callgate.agent.model import ModelError
 from callgate.agent.providers import MissingCredentials
@@ -280,6 +282,15 @@ async def test_parallel_calls_get_stable_unique_ids_and_names_map_back() -> None
     }
     assert "thoughtSignature" not in assistant["parts"][2]
     assert [p["functionResponse"]["id"] for p in answers["parts"]] == [c.id for c in calls]
+
+    # A run resumed in another process: the history comes back from the store (JSON)
+    # to a new adapter, which has remembered nothing; the signature still goes back.
+    stored = message_from_json(message_to_json(first.message))
+    fresh = wire.model()
+    wire.answers.append(_text("120 and 720."))
+    await fresh.request(ModelRequest(messages=(*request.messages, stored, results), tools=tools))
+    _, assistant, _ = wire.body()["contents"]
+    assert assistant["parts"][1]["thoughtSignature"] == "c2ln"
 
 
 @pytest.mark.parametrize(

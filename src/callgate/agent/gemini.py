@@ -21,14 +21,16 @@ from the response (``<name>-<index>``, with the response's id when it has one),
 unique within the turn and the same every time the response is read.
 
 Thinking models sign their function calls (``thought_signature``) and, from
-Gemini 3 on, refuse a history whose calls lost their signature. The internal
-:class:`~callgate.agent.messages.ToolCall` has no field for it, so the adapter
-remembers the signatures of the calls it returned and puts them back when those
-calls come round again in a later request of the same process.
+Gemini 3 on, refuse a history whose calls lost their signature. The adapter keeps
+the signature in the call's ``provider_data`` (``{"gemini": {"thought_signature":
+base64}}``), which the run stores with its messages, so a run resumed in another
+process sends it back too; calls of a history made elsewhere fall back to the
+signatures this adapter remembers.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from collections import OrderedDict
@@ -181,10 +183,13 @@ class GeminiModel:
                 continue
             name = names.to_provider(part.name)
             args = dict(part.arguments)
+            signature = _stored_signature(part) or self._signatures.get(
+                _signature_key(part.id, name, args)
+            )
             parts.append(
                 types.Part(
                     function_call=types.FunctionCall(id=part.id, name=name, args=args),
-                    thought_signature=self._signatures.get(_signature_key(part.id, name, args)),
+                    thought_signature=signature,
                 )
             )
         return types.Content(role="model", parts=parts)
@@ -207,12 +212,20 @@ class GeminiModel:
                     call_id = f"{call_id}-{calls}"
                 seen.add(call_id)
                 calls += 1
+                provider_data = None
                 if part.thought_signature:
                     self._remember(
                         _signature_key(call_id, provider_name, args), part.thought_signature
                     )
+                    encoded = base64.b64encode(part.thought_signature).decode("ascii")
+                    provider_data = {"gemini": {"thought_signature": encoded}}
                 parts.append(
-                    ToolCall(id=call_id, name=names.from_provider(provider_name), arguments=args)
+                    ToolCall(
+                        id=call_id,
+                        name=names.from_provider(provider_name),
+                        arguments=args,
+                        provider_data=provider_data,
+                    )
                 )
             elif part.text and not part.thought:  # thought summaries are not the answer
                 parts.append(Text(text=part.text))
@@ -317,6 +330,18 @@ def _stop_reason(candidate: types.Candidate | None, *, has_calls: bool) -> StopR
 
 def _invented_id(name: str, index: int, response_id: str | None) -> str:
     return f"{name}-{response_id}-{index}" if response_id else f"{name}-{index}"
+
+
+def _stored_signature(call: ToolCall) -> bytes | None:
+    """The thought signature kept with the call (see the module docs), if any."""
+    data = (call.provider_data or {}).get("gemini")
+    encoded = data.get("thought_signature") if isinstance(data, Mapping) else None
+    if not isinstance(encoded, str):
+        return None
+    try:
+        return base64.b64decode(encoded, validate=True)
+    except ValueError:
+        return None
 
 
 def _signature_key(call_id: str, name: str, args: Mapping[str, Any]) -> tuple[str, str, str]:

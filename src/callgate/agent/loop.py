@@ -176,6 +176,8 @@ def _call_json(call: ToolCall) -> dict[str, Any]:
     data: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": dict(call.arguments)}
     if call.raw_arguments is not None:
         data["raw_arguments"] = call.raw_arguments
+    if call.provider_data is not None:
+        data["provider_data"] = dict(call.provider_data)
     return data
 
 
@@ -185,6 +187,7 @@ def _call_from_json(data: Mapping[str, Any]) -> ToolCall:
         name=str(data["name"]),
         arguments=dict(data.get("arguments") or {}),
         raw_arguments=data.get("raw_arguments"),
+        provider_data=data.get("provider_data"),
     )
 
 

@@ -83,12 +83,16 @@ class ToolCall:
         raw_arguments: the provider's argument text when it was not a JSON
             object (then ``arguments`` is empty and the loop answers with a
             construction error the model can fix).
+        provider_data: JSON the provider needs back with this call in later
+            requests, by adapter (Gemini's thought signature); kept with the run,
+            so it survives a pause and a restart. Never shown to the gate.
     """
 
     id: str
     name: str
     arguments: Mapping[str, Any] = field(default_factory=dict)
     raw_arguments: str | None = None
+    provider_data: Mapping[str, Any] | None = None
 
 
 Part: TypeAlias = Text | ToolCall
@@ -208,6 +212,8 @@ def _part_to_json(part: Part) -> dict[str, Any]:
     }
     if part.raw_arguments is not None:
         data["raw_arguments"] = part.raw_arguments
+    if part.provider_data is not None:
+        data["provider_data"] = dict(part.provider_data)
     return data
 
 
@@ -220,6 +226,7 @@ def _part_from_json(data: Mapping[str, Any]) -> Part:
             name=str(data["name"]),
             arguments=dict(data.get("arguments") or {}),
             raw_arguments=data.get("raw_arguments"),
+            provider_data=data.get("provider_data"),
         )
     raise ValueError(f"unknown part type {data['type']!r}")
 
