@@ -435,6 +435,17 @@ def test_openai_without_a_key_says_which_variable_to_set(monkeypatch: pytest.Mon
     assert OpenAIChatModel("gpt-test").client.api_key == KEY
 
 
+def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    for module in ("callgate.agent.openai_chat", "callgate.agent._openai_common"):
+        monkeypatch.delitem(sys.modules, module)
+    monkeypatch.setitem(sys.modules, "openai", None)  # what an absent package looks like
+    with pytest.raises(ImportError, match=r"pip install 'callgate\[openai\]'"):
+        importlib.import_module("callgate.agent.openai_chat")
+
+
 def test_every_bfcl_name_maps_to_an_openai_name_and_back() -> None:
     tools = tuple(
         ToolDef(name=name, description="", input_schema={"type": "object"})
