@@ -325,3 +325,18 @@ def test_roots_without_properties_take_no_arguments() -> None:
         assert strict.schema["properties"] == {} and strict.schema["required"] == []
         assert strict.schema["additionalProperties"] is False
         assert strict.restore({}) == {}
+
+
+def test_a_root_that_refers_to_its_definition_is_that_object() -> None:
+    schema = {
+        "$ref": "#/$defs/Args",
+        "$defs": {"Args": {"type": "object", "properties": {"q": {"type": "string"}}}},
+    }
+    strict = strict_schema(schema)
+    assert strict.schema == {
+        "type": "object",
+        "properties": {"q": {"type": ["string", "null"]}},
+        "required": ["q"],
+        "additionalProperties": False,
+    }
+    assert strict.restore({"q": None}) == {}

@@ -219,6 +219,10 @@ class _Rewriter:
 
     def root(self) -> tuple[dict[str, Any], _Plan | None]:
         root = {k: v for k, v in self.source.items() if k not in ("$defs", "definitions")}
+        name = _def_name(str(root.get("$ref", "")))
+        if name is not None and isinstance(self.src_defs.get(name), Mapping):
+            # The arguments object itself in $defs (the root must be an object, not a $ref).
+            root = {**self.src_defs[name], **{k: v for k, v in root.items() if k != "$ref"}}
         if not isinstance(root.get("properties"), Mapping) or not root["properties"]:
             # No declared fields: strict mode's root must be a closed object, so the
             # tool takes no arguments.
