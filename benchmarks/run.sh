@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run callgate's benchmarks and print their figures (Markdown tables).
 #
-#   bash benchmarks/run.sh            # chain overhead + validation (~30 s)
+#   bash benchmarks/run.sh            # chain overhead, validation, agent loop (~40 s)
 #   bash benchmarks/run.sh --quick    # fewer iterations: a smoke test, not figures
 #   bash benchmarks/run.sh --profile  # also where the time of a call goes
 #
@@ -34,12 +34,14 @@ fi
 
 chain_args=()
 validation_args=()
+agent_args=()
 profile=0
 for arg in "$@"; do
     case "$arg" in
         --quick)
             chain_args+=(--calls 200 --warmup 40 --batches 4)
             validation_args+=(--rounds 1 --min-seconds 0.05)
+            agent_args+=(--turns 5 --rounds 1)
             ;;
         --profile) profile=1 ;;
         *) echo "unknown option $arg (use --quick, --profile)" >&2; exit 2 ;;
@@ -49,6 +51,8 @@ done
 "$PY" benchmarks/chain_overhead.py "${chain_args[@]}"
 echo
 "$PY" benchmarks/validation.py "${validation_args[@]}"
+echo
+"$PY" benchmarks/agent_loop.py "${agent_args[@]}"
 if [[ $profile == 1 ]]; then
     echo
     "$PY" benchmarks/profile_chain.py

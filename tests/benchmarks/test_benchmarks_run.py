@@ -23,3 +23,5 @@ def test_benchmarks_quick_run_prints_both_tables() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert "gate.call, SQLite WAL file" in done.stdout
     assert "jsonschema-rs: is_valid" in done.stdout
+    assert "agent loop, scripted model" in done.stdout
+    assert "| 100 BFCL | Gemini function declarations | 100 |" in done.stdout

@@ -73,10 +73,12 @@ class FakeServer:
     def __init__(self, turns: list[Turn]) -> None:
         self.turns = turns
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str] = []
 
     async def completions(self, request: Request) -> JSONResponse:
         body = await request.json()
         self.requests.append(body)
+        self.authorizations.append(request.headers.get("authorization", ""))
         if not self.turns:
             return JSONResponse({"error": {"message": "no more turns"}}, status_code=500)
         return JSONResponse(self.turns.pop(0)(body))
@@ -185,3 +187,20 @@ async def test_without_a_key_the_error_names_the_variable(tmp_path: Path) -> Non
     failed = await callgate_run(tmp_path, "Hi", "--provider", "openai", "--model", "gpt-x")
     assert failed.returncode == 2
     assert "set the environment variable OPENAI_API_KEY" in failed.stderr.decode()
+
+
+async def test_the_openai_key_never_goes_to_a_compatible_server(tmp_path: Path) -> None:
+    env_key = "sk-secret-openai-key"
+    async with fake_openai([text("hi")]) as (url, fake):
+        command = [sys.executable, "-m", "callgate", "run", "Hi", "--provider"]
+        command += ["openai-compatible", "--base-url", url, "--model", "m", "--json"]
+        command += ["--store", f"sqlite:///{tmp_path / 'runs.db'}"]
+        env = {
+            **os.environ,
+            "OPENAI_API_KEY": env_key,
+            "CALLGATE_DEMO_STATE": str(tmp_path / "demo.json"),
+        }
+        with anyio.fail_after(60):
+            done = await anyio.run_process(command, env=env, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    assert fake.authorizations and all(env_key not in a for a in fake.authorizations)

@@ -59,13 +59,14 @@ PROVIDERS: dict[str, Provider] = {
             "gemini",
             ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
         ),
-        # Local servers (vLLM, llama.cpp, Ollama) usually take no key: OPENAI_API_KEY if set.
+        # Local servers (vLLM, llama.cpp, Ollama) usually take no key. Never the OpenAI
+        # key: it would go to whatever --base-url names.
         Provider(
             "openai-compatible",
             "callgate.agent.openai_chat",
             "OpenAIChatModel",
             "openai",
-            ("OPENAI_API_KEY",),
+            ("CALLGATE_COMPATIBLE_API_KEY",),
             needs_key=False,
         ),
     )
