@@ -34,6 +34,7 @@ from callgate.agent.loop import Agent, RunLimits
 from callgate.agent.tools import estimate_tokens, tool_defs
 
 CALLS_PER_TURN = 10
+ROOT = Path(__file__).resolve().parents[1]
 ALICE = Principal("bench", tenant="t", scopes={"bench:read"})
 
 
@@ -105,7 +106,7 @@ async def definition_tokens() -> list[tuple[str, str, int, int]]:
 
     demo = await demo_defs()
     sets = {"demo": demo}
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(ROOT))
     try:
         from tests.agent.corpus import bfcl_unique_tools
     except ImportError:
