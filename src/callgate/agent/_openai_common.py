@@ -66,6 +66,34 @@ def make_client(
     )
 
 
+class OpenAIModelBase:
+    """What both OpenAI adapters hold: the model, its name and the client.
+
+    ``names`` are the model-name prefixes for OpenAI itself and for a compatible
+    server at ``base_url``.
+    """
+
+    names: tuple[str, str] = ("openai", "openai-compatible")
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        strict: bool = False,
+        max_retries: int = 2,
+    ) -> None:
+        self.model = model
+        self.compatible = base_url is not None
+        self.name = f"{self.names[1] if self.compatible else self.names[0]}:{model}"
+        self.strict = strict
+        self.client = client or make_client(
+            api_key=api_key, base_url=base_url, max_retries=max_retries
+        )
+
+
 def model_error(error: openai.APIError, *, api_key: str | None, compatible: bool) -> ModelError:
     """``error`` as the loop sees it: retryable for rate limits, overload, 5xx,
     timeouts and connection errors; the text never holds the key."""

@@ -37,10 +37,10 @@ from __future__ import annotations
 from typing import Any
 
 from callgate.agent._openai_common import (
+    OpenAIModelBase,
     OpenAITool,
     Tools,
     arguments_text,
-    make_client,
     model_error,
     result_text,
 )
@@ -82,7 +82,7 @@ _STOP_REASONS: dict[str, StopReason] = {
 }
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(OpenAIModelBase):
     """A :class:`~callgate.agent.model.Model` over ``chat.completions.create``.
 
     Args:
@@ -104,23 +104,7 @@ class OpenAIChatModel:
         ValueError: no client, no base URL, no ``api_key`` and ``OPENAI_API_KEY`` unset.
     """
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        client: openai.AsyncOpenAI | None = None,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        strict: bool = False,
-        max_retries: int = 2,
-    ) -> None:
-        self.model = model
-        self.compatible = base_url is not None
-        self.name = f"{'openai-compatible' if self.compatible else 'openai'}:{model}"
-        self.strict = strict
-        self.client = client or make_client(
-            api_key=api_key, base_url=base_url, max_retries=max_retries
-        )
+    names = ("openai", "openai-compatible")
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` to Chat Completions.

@@ -35,10 +35,10 @@ from __future__ import annotations
 from typing import Any
 
 from callgate.agent._openai_common import (
+    OpenAIModelBase,
     OpenAITool,
     Tools,
     arguments_text,
-    make_client,
     model_error,
     result_text,
 )
@@ -79,7 +79,7 @@ _INCOMPLETE: dict[str, StopReason] = {
 _RETRYABLE_FAILURES = {"server_error", "rate_limit_exceeded"}
 
 
-class OpenAIResponsesModel:
+class OpenAIResponsesModel(OpenAIModelBase):
     """A :class:`~callgate.agent.model.Model` over ``responses.create``.
 
     Args:
@@ -99,24 +99,7 @@ class OpenAIResponsesModel:
         ValueError: no client, no base URL, no ``api_key`` and ``OPENAI_API_KEY`` unset.
     """
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        client: openai.AsyncOpenAI | None = None,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        strict: bool = False,
-        max_retries: int = 2,
-    ) -> None:
-        self.model = model
-        self.compatible = base_url is not None
-        kind = "openai-compatible-responses" if self.compatible else "openai-responses"
-        self.name = f"{kind}:{model}"
-        self.strict = strict
-        self.client = client or make_client(
-            api_key=api_key, base_url=base_url, max_retries=max_retries
-        )
+    names = ("openai-responses", "openai-compatible-responses")
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` to the Responses API.
