@@ -31,9 +31,9 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 
@@ -46,13 +46,21 @@ from callgate.agent.messages import (
     ToolCall,
     ToolChoice,
     ToolDef,
-    ToolResult,
     ToolResults,
     UserMessage,
-    message_from_json,
     message_to_json,
 )
 from callgate.agent.model import Model, ModelError
+from callgate.agent.runs import (
+    CallOutcome,
+    EventKind,
+    RunEvent,
+    RunLimits,
+    RunResult,
+    RunState,
+    RunUsage,
+    call_json,
+)
 from callgate.agent.tools import estimate_tokens, result_for, tool_defs
 from callgate.contract import Principal, RiskTier
 from callgate.runtime.envelope import Envelope, Status
@@ -60,105 +68,6 @@ from callgate.runtime.gate import Gate
 from callgate.store.base import RunRecord, RunStatus
 
 __all__ = ["Agent", "CallOutcome", "RunEvent", "RunLimits", "RunResult", "RunUsage"]
-
-
-@dataclass(kw_only=True, frozen=True)
-class RunLimits:
-    """When a run stops. ``None`` means no limit for tokens and wall time.
-
-    Args:
-        max_turns: model requests per run.
-        max_tool_calls: tool calls per run (a turn that would pass it is not run).
-        max_tokens: model tokens (input + output) per run.
-        wall_time: seconds of activity per run (time spent waiting for an
-            approval does not count).
-        concurrent_reads: run a turn's consecutive read-only calls concurrently.
-        max_tokens_per_request: the output budget sent with each request.
-    """
-
-    max_turns: int = 20
-    max_tool_calls: int = 100
-    max_tokens: int | None = None
-    wall_time: float | None = 600.0
-    concurrent_reads: bool = True
-    max_tokens_per_request: int = 4096
-
-    def __post_init__(self) -> None:
-        for name in ("max_turns", "max_tool_calls", "max_tokens_per_request"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"RunLimits.{name} must be at least 1")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise ValueError("RunLimits.max_tokens must be at least 1 (or None)")
-        if self.wall_time is not None and not self.wall_time > 0:
-            raise ValueError("RunLimits.wall_time must be positive (or None)")
-
-
-@dataclass(kw_only=True)
-class RunUsage:
-    """What a run spent. ``tool_definition_tokens`` is estimated (4 characters a
-    token) over every request's tool definitions; the model tokens are the
-    provider's counts."""
-
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    tool_definition_tokens: int = 0
-    tool_calls: int = 0
-    calls_by_risk: dict[str, int] = field(default_factory=dict)
-    outcomes: dict[str, int] = field(default_factory=dict)
-    errors: int = 0
-    approvals: int = 0
-    seconds: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RunUsage:
-        return cls(**dict(data))
-
-
-@dataclass(kw_only=True, frozen=True)
-class CallOutcome:
-    """One tool call of the run and how it ended."""
-
-    call_id: str
-    name: str
-    arguments: Mapping[str, Any]
-    status: str
-    payload: Any = None
-    error_kind: str | None = None
-
-
-@dataclass(kw_only=True, frozen=True)
-class RunResult:
-    """How a run ended (or where it waits).
-
-    ``output`` is the model's last text; ``reason`` says why the run stopped or
-    what it waits for; ``pending_approvals`` are the approval ids to decide.
-    """
-
-    run_id: str
-    status: RunStatus
-    reason: str
-    output: str
-    messages: tuple[Message, ...]
-    usage: RunUsage
-    calls: tuple[CallOutcome, ...] = ()
-    pending_approvals: tuple[str, ...] = ()
-
-
-EventKind = Literal["text", "call", "result", "waiting", "done", "stopped", "failed"]
-
-
-@dataclass(kw_only=True, frozen=True)
-class RunEvent:
-    """Something that happened in a run, for whoever watches it (the CLI streams these)."""
-
-    kind: EventKind
-    run_id: str
-    text: str = ""
-    data: Mapping[str, Any] = field(default_factory=dict)
 
 
 class _Stop(Exception):
@@ -170,81 +79,6 @@ class _Stop(Exception):
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _call_json(call: ToolCall) -> dict[str, Any]:
-    data: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": dict(call.arguments)}
-    if call.raw_arguments is not None:
-        data["raw_arguments"] = call.raw_arguments
-    if call.provider_data is not None:
-        data["provider_data"] = dict(call.provider_data)
-    return data
-
-
-def _call_from_json(data: Mapping[str, Any]) -> ToolCall:
-    return ToolCall(
-        id=str(data["id"]),
-        name=str(data["name"]),
-        arguments=dict(data.get("arguments") or {}),
-        raw_arguments=data.get("raw_arguments"),
-        provider_data=data.get("provider_data"),
-    )
-
-
-@dataclass
-class _Run:
-    """The mutable state of one run between two saves."""
-
-    id: str
-    created_at: datetime
-    messages: list[Message]
-    usage: RunUsage
-    turn: int = 0
-    # The turn in progress: its results so far (by call id), and the calls still to make.
-    results: dict[str, ToolResult] = field(default_factory=dict)
-    remaining: list[ToolCall] = field(default_factory=list)
-    turn_calls: list[str] = field(default_factory=list)
-    calls: list[CallOutcome] = field(default_factory=list)
-    pending: list[str] = field(default_factory=list)
-    trace: list[dict[str, Any]] = field(default_factory=list)
-
-    def state(self, model: str) -> dict[str, Any]:
-        return {
-            "model": model,
-            "turn": self.turn,
-            "messages": [message_to_json(m) for m in self.messages],
-            "usage": self.usage.to_json(),
-            "results": {
-                k: {"content": r.content, "is_error": r.is_error, "name": r.name}
-                for k, r in self.results.items()
-            },
-            "remaining": [_call_json(c) for c in self.remaining],
-            "turn_calls": list(self.turn_calls),
-            "calls": [dict(c.__dict__) for c in self.calls],
-            "pending": list(self.pending),
-        }
-
-    @classmethod
-    def load(cls, record: RunRecord) -> _Run:
-        state = record.state
-        return cls(
-            id=record.id,
-            created_at=record.created_at,
-            messages=[message_from_json(m) for m in state["messages"]],
-            usage=RunUsage.from_json(state["usage"]),
-            turn=int(state["turn"]),
-            results={
-                k: ToolResult(
-                    call_id=k, name=v["name"], content=v["content"], is_error=v["is_error"]
-                )
-                for k, v in state["results"].items()
-            },
-            remaining=[_call_from_json(c) for c in state["remaining"]],
-            turn_calls=list(state["turn_calls"]),
-            calls=[CallOutcome(**c) for c in state["calls"]],
-            pending=list(state["pending"]),
-            trace=list(record.trace),
-        )
 
 
 class Agent:
@@ -293,14 +127,14 @@ class Agent:
         # Recomputed per request: toolboxes may change, scopes are checked anyway.
         return tool_defs(self.gate, self.principal, names=self._tool_names, strict=self._strict)
 
-    def _emit(self, run: _Run, kind: EventKind, text: str = "", **data: Any) -> None:
+    def _emit(self, run: RunState, kind: EventKind, text: str = "", **data: Any) -> None:
         if self._on_event is not None:
             self._on_event(RunEvent(kind=kind, run_id=run.id, text=text, data=data))
 
     async def run(self, prompt: str, *, history: Sequence[Message] = ()) -> RunResult:
         """Run a new conversation that starts with ``history`` and ``prompt``."""
         await self.gate.open()
-        run = _Run(
+        run = RunState(
             id="run_" + secrets.token_urlsafe(12),
             created_at=_now(),
             messages=[*history, UserMessage(content=prompt)],
@@ -322,13 +156,13 @@ class Agent:
             or record.tenant != self.principal.tenant
         ):
             raise LookupError(f"no agent run {run_id!r} of {self.principal.user}")
-        run = _Run.load(record)
+        run = RunState.load(record)
         if record.status != "waiting_approval":
             return self._result(run, record.status, "the run has ended already")
         return await self._go(run)
 
     # -- the loop -------------------------------------------------------------
-    async def _go(self, run: _Run) -> RunResult:
+    async def _go(self, run: RunState) -> RunResult:
         started = time.monotonic()
         spent_before = run.usage.seconds
         try:
@@ -356,7 +190,7 @@ class Agent:
             return None
         return max(self.limits.wall_time - spent, 0.001)
 
-    async def _loop(self, run: _Run) -> tuple[RunStatus, str]:
+    async def _loop(self, run: RunState) -> tuple[RunStatus, str]:
         if run.remaining or run.pending:
             outcome = await self._finish_turn(run)
             if outcome is not None:
@@ -386,7 +220,7 @@ class Agent:
             if isinstance(self.tool_choice, ForcedTool):
                 return "completed", f"the forced tool {self.tool_choice.name} was called"
 
-    def _check_limits(self, run: _Run) -> None:
+    def _check_limits(self, run: RunState) -> None:
         limits = self.limits
         if run.turn >= limits.max_turns:
             raise _Stop("stopped", f"turn limit ({limits.max_turns}) reached")
@@ -394,7 +228,7 @@ class Agent:
         if limits.max_tokens is not None and spent >= limits.max_tokens:
             raise _Stop("stopped", f"token limit ({limits.max_tokens}) reached: {spent} spent")
 
-    async def _ask(self, run: _Run) -> ModelResponse:
+    async def _ask(self, run: RunState) -> ModelResponse:
         tools = self._tools()
         request = ModelRequest(
             messages=tuple(run.messages),
@@ -447,7 +281,7 @@ class Agent:
         )
         return response
 
-    async def _finish_turn(self, run: _Run) -> tuple[RunStatus, str] | None:
+    async def _finish_turn(self, run: RunState) -> tuple[RunStatus, str] | None:
         """Make the turn's remaining calls; None once all have results (sent back)."""
         run.pending = []
         while run.remaining:
@@ -498,7 +332,7 @@ class Agent:
         spec = self.gate.registry.get(call.name)
         return spec is not None and spec.risk is RiskTier.READ
 
-    async def _call(self, run: _Run, call: ToolCall) -> Envelope:
+    async def _call(self, run: RunState, call: ToolCall) -> Envelope:
         self._emit(run, "call", call.name, call_id=call.id, arguments=dict(call.arguments))
         arguments: Mapping[str, Any] | str = (
             call.raw_arguments if call.raw_arguments is not None else call.arguments
@@ -516,7 +350,7 @@ class Agent:
             {
                 "type": "tool_call",
                 "turn": run.turn,
-                "call": _call_json(call),
+                "call": call_json(call),
                 "envelope": envelope.model_dump(mode="json"),
             }
         )
@@ -530,7 +364,7 @@ class Agent:
         )
         return envelope
 
-    def _count(self, run: _Run, call: ToolCall, envelope: Envelope) -> None:
+    def _count(self, run: RunState, call: ToolCall, envelope: Envelope) -> None:
         usage = run.usage
         usage.tool_calls += 1
         spec = self.gate.registry.get(call.name)
@@ -558,7 +392,7 @@ class Agent:
             )
 
     # -- results ----------------------------------------------------------------
-    async def _save(self, run: _Run, status: RunStatus) -> None:
+    async def _save(self, run: RunState, status: RunStatus) -> None:
         await self.gate.store.save_run(
             RunRecord(
                 id=run.id,
@@ -572,7 +406,7 @@ class Agent:
             )
         )
 
-    def _result(self, run: _Run, status: RunStatus, reason: str) -> RunResult:
+    def _result(self, run: RunState, status: RunStatus, reason: str) -> RunResult:
         output = ""
         for message in reversed(run.messages):
             if isinstance(message, AssistantMessage) and message.text:

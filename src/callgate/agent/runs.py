@@ -1,0 +1,207 @@
+"""The records of an agent run: its limits, usage, outcome, events and saved state.
+
+:mod:`callgate.agent.loop` runs the loop; these are what it counts, reports and
+keeps in the store between a pause and a resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from callgate.agent.messages import (
+    Message,
+    ToolCall,
+    ToolResult,
+    message_from_json,
+    message_to_json,
+)
+from callgate.store.base import RunRecord, RunStatus
+
+__all__ = [
+    "CallOutcome",
+    "EventKind",
+    "RunEvent",
+    "RunLimits",
+    "RunResult",
+    "RunState",
+    "RunUsage",
+    "call_from_json",
+    "call_json",
+]
+
+
+@dataclass(kw_only=True, frozen=True)
+class RunLimits:
+    """When a run stops. ``None`` means no limit for tokens and wall time.
+
+    Args:
+        max_turns: model requests per run.
+        max_tool_calls: tool calls per run (a turn that would pass it is not run).
+        max_tokens: model tokens (input + output) per run.
+        wall_time: seconds of activity per run (time spent waiting for an
+            approval does not count).
+        concurrent_reads: run a turn's consecutive read-only calls concurrently.
+        max_tokens_per_request: the output budget sent with each request.
+    """
+
+    max_turns: int = 20
+    max_tool_calls: int = 100
+    max_tokens: int | None = None
+    wall_time: float | None = 600.0
+    concurrent_reads: bool = True
+    max_tokens_per_request: int = 4096
+
+    def __post_init__(self) -> None:
+        for name in ("max_turns", "max_tool_calls", "max_tokens_per_request"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"RunLimits.{name} must be at least 1")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ValueError("RunLimits.max_tokens must be at least 1 (or None)")
+        if self.wall_time is not None and not self.wall_time > 0:
+            raise ValueError("RunLimits.wall_time must be positive (or None)")
+
+
+@dataclass(kw_only=True)
+class RunUsage:
+    """What a run spent. ``tool_definition_tokens`` is estimated (4 characters a
+    token) over every request's tool definitions; the model tokens are the
+    provider's counts."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    tool_definition_tokens: int = 0
+    tool_calls: int = 0
+    calls_by_risk: dict[str, int] = field(default_factory=dict)
+    outcomes: dict[str, int] = field(default_factory=dict)
+    errors: int = 0
+    approvals: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunUsage:
+        return cls(**dict(data))
+
+
+@dataclass(kw_only=True, frozen=True)
+class CallOutcome:
+    """One tool call of the run and how it ended."""
+
+    call_id: str
+    name: str
+    arguments: Mapping[str, Any]
+    status: str
+    payload: Any = None
+    error_kind: str | None = None
+
+
+@dataclass(kw_only=True, frozen=True)
+class RunResult:
+    """How a run ended (or where it waits).
+
+    ``output`` is the model's last text; ``reason`` says why the run stopped or
+    what it waits for; ``pending_approvals`` are the approval ids to decide.
+    """
+
+    run_id: str
+    status: RunStatus
+    reason: str
+    output: str
+    messages: tuple[Message, ...]
+    usage: RunUsage
+    calls: tuple[CallOutcome, ...] = ()
+    pending_approvals: tuple[str, ...] = ()
+
+
+EventKind = Literal["text", "call", "result", "waiting", "done", "stopped", "failed"]
+
+
+@dataclass(kw_only=True, frozen=True)
+class RunEvent:
+    """Something that happened in a run, for whoever watches it (the CLI streams these)."""
+
+    kind: EventKind
+    run_id: str
+    text: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+def call_json(call: ToolCall) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": call.id, "name": call.name, "arguments": dict(call.arguments)}
+    if call.raw_arguments is not None:
+        data["raw_arguments"] = call.raw_arguments
+    if call.provider_data is not None:
+        data["provider_data"] = dict(call.provider_data)
+    return data
+
+
+def call_from_json(data: Mapping[str, Any]) -> ToolCall:
+    return ToolCall(
+        id=str(data["id"]),
+        name=str(data["name"]),
+        arguments=dict(data.get("arguments") or {}),
+        raw_arguments=data.get("raw_arguments"),
+        provider_data=data.get("provider_data"),
+    )
+
+
+@dataclass
+class RunState:
+    """The mutable state of one run between two saves."""
+
+    id: str
+    created_at: datetime
+    messages: list[Message]
+    usage: RunUsage
+    turn: int = 0
+    # The turn in progress: its results so far (by call id), and the calls still to make.
+    results: dict[str, ToolResult] = field(default_factory=dict)
+    remaining: list[ToolCall] = field(default_factory=list)
+    turn_calls: list[str] = field(default_factory=list)
+    calls: list[CallOutcome] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+    def state(self, model: str) -> dict[str, Any]:
+        return {
+            "model": model,
+            "turn": self.turn,
+            "messages": [message_to_json(m) for m in self.messages],
+            "usage": self.usage.to_json(),
+            "results": {
+                k: {"content": r.content, "is_error": r.is_error, "name": r.name}
+                for k, r in self.results.items()
+            },
+            "remaining": [call_json(c) for c in self.remaining],
+            "turn_calls": list(self.turn_calls),
+            "calls": [dict(c.__dict__) for c in self.calls],
+            "pending": list(self.pending),
+        }
+
+    @classmethod
+    def load(cls, record: RunRecord) -> RunState:
+        state = record.state
+        return cls(
+            id=record.id,
+            created_at=record.created_at,
+            messages=[message_from_json(m) for m in state["messages"]],
+            usage=RunUsage.from_json(state["usage"]),
+            turn=int(state["turn"]),
+            results={
+                k: ToolResult(
+                    call_id=k, name=v["name"], content=v["content"], is_error=v["is_error"]
+                )
+                for k, v in state["results"].items()
+            },
+            remaining=[call_from_json(c) for c in state["remaining"]],
+            turn_calls=list(state["turn_calls"]),
+            calls=[CallOutcome(**c) for c in state["calls"]],
+            pending=list(state["pending"]),
+            trace=list(record.trace),
+        )
