@@ -17,7 +17,7 @@ from callgate.agent import (
     ScriptedModel,
     ToolCall,
     ToolResults,
-    Usage,
+    UserMessage,
     call,
     calls,
     reply,
@@ -330,5 +330,4 @@ async def test_the_history_is_sent_with_the_new_prompt(ops: Ops) -> None:
     model = ScriptedModel([reply("ok")])
     async with Gate([ops.toolbox()], store=MemoryStore()) as gate:
         await Agent(gate, model, principal=ALICE).run("And now?", history=[earlier])
-    assert model.requests[0].messages[0] == earlier
-    assert Usage() == Usage(input_tokens=0, output_tokens=0)
+    assert model.requests[0].messages == (earlier, UserMessage(content="And now?"))

@@ -21,6 +21,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from callgate.config import ConfigError
+from callgate.contract import Principal
 from callgate.runtime.gate import Gate
 
 EXIT_CLI_ERROR = 2
@@ -52,6 +53,47 @@ StoreOnlyConfigOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a readable form.")]
+
+DEMO_TENANT = "acme"
+"""The tenant of the local principal when the demo tools are served."""
+
+LocalUserOption = Annotated[
+    str, typer.Option("--principal", metavar="USER", help="The user every call is made for.")
+]
+LocalTenantOption = Annotated[
+    str | None,
+    typer.Option(
+        "--tenant",
+        metavar="TENANT",
+        help=f"The principal's tenant; default: {DEMO_TENANT} for the demo, none otherwise.",
+        show_default=False,
+    ),
+]
+LocalScopesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scopes",
+        metavar="a,b",
+        help="The principal's scopes; default: every scope the tools require.",
+        show_default=False,
+    ),
+]
+
+
+def local_principal(
+    gate: Gate, user: str, tenant: str | None, scopes: str | None, *, demo: bool
+) -> Principal:
+    """The one local principal of ``callgate serve`` and ``callgate run`` (no
+    authentication yet): every scope the gate's tools require unless ``scopes``
+    says otherwise, and the demo's tenant when the demo tools are served."""
+    scope_set = (
+        split_list(scopes)
+        if scopes is not None
+        else {scope for spec in gate.tools() for scope in spec.scopes}
+    )
+    return Principal(
+        user, tenant if tenant is not None else (DEMO_TENANT if demo else None), scopes=scope_set
+    )
 
 
 def fail(message: str) -> NoReturn:

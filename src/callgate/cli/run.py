@@ -18,17 +18,18 @@ from callgate.agent.providers import PROVIDERS, MissingCredentials, make_model
 from callgate.cli._common import (
     CliError,
     JsonOption,
+    LocalScopesOption,
+    LocalTenantOption,
+    LocalUserOption,
     StoreOption,
     cli_errors,
     console,
+    local_principal,
     opened,
     print_json,
-    split_list,
 )
 from callgate.contract import Principal
 from callgate.runtime.gate import Gate
-
-DEMO_TENANT = "acme"
 
 
 def _short(value: Any, limit: int = 300) -> str:
@@ -130,27 +131,9 @@ def run(
     system: Annotated[
         str | None, typer.Option("--system", metavar="TEXT", help="The system prompt.")
     ] = None,
-    principal: Annotated[
-        str, typer.Option("--principal", metavar="USER", help="The user the calls are made for.")
-    ] = "local",
-    tenant: Annotated[
-        str | None,
-        typer.Option(
-            "--tenant",
-            metavar="TENANT",
-            help=f"The principal's tenant; default: {DEMO_TENANT} for the demo, none otherwise.",
-            show_default=False,
-        ),
-    ] = None,
-    scopes: Annotated[
-        str | None,
-        typer.Option(
-            "--scopes",
-            metavar="a,b",
-            help="The principal's scopes; default: every scope the tools require.",
-            show_default=False,
-        ),
-    ] = None,
+    principal: LocalUserOption = "local",
+    tenant: LocalTenantOption = None,
+    scopes: LocalScopesOption = None,
     max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = 20,
     max_tool_calls: Annotated[int, typer.Option("--max-tool-calls", min=1)] = 100,
     max_tokens: Annotated[
@@ -193,16 +176,7 @@ def run(
         )
         with _shared_demo_state(store_url) if serves_demo else nullcontext():
             gate = cfg.build_gate(store_url)
-            scope_set = (
-                split_list(scopes)
-                if scopes is not None
-                else {s for spec in gate.tools() for s in spec.scopes}
-            )
-            who = Principal(
-                principal,
-                tenant if tenant is not None else (DEMO_TENANT if serves_demo else None),
-                scopes=scope_set,
-            )
+            who = local_principal(gate, principal, tenant, scopes, demo=serves_demo)
             out = console()
             result = asyncio.run(
                 _run(

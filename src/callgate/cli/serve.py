@@ -18,8 +18,16 @@ import uvicorn
 from mcp.server import Server
 from uvicorn.server import HANDLED_SIGNALS
 
-from callgate.cli._common import CliError, StoreOption, cli_errors, opened, split_list
-from callgate.contract import Principal
+from callgate.cli._common import (
+    CliError,
+    LocalScopesOption,
+    LocalTenantOption,
+    LocalUserOption,
+    StoreOption,
+    cli_errors,
+    local_principal,
+    opened,
+)
 from callgate.mcp import (
     LOOPBACK_HOSTS,
     MCP_PATH,
@@ -32,7 +40,6 @@ from callgate.runtime.gate import Gate
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-DEMO_TENANT = "acme"
 
 
 def serve(
@@ -47,28 +54,9 @@ def serve(
     stdio: Annotated[
         bool, typer.Option("--stdio", help="Serve over stdin/stdout instead of HTTP.")
     ] = False,
-    principal: Annotated[
-        str,
-        typer.Option("--principal", metavar="USER", help="The user every call is made for."),
-    ] = "local",
-    tenant: Annotated[
-        str | None,
-        typer.Option(
-            "--tenant",
-            metavar="TENANT",
-            help=f"The principal's tenant; default: {DEMO_TENANT} for the demo, none otherwise.",
-            show_default=False,
-        ),
-    ] = None,
-    scopes: Annotated[
-        str | None,
-        typer.Option(
-            "--scopes",
-            metavar="a,b",
-            help="The principal's scopes; default: every scope the served tools require.",
-            show_default=False,
-        ),
-    ] = None,
+    principal: LocalUserOption = "local",
+    tenant: LocalTenantOption = None,
+    scopes: LocalScopesOption = None,
     config: Annotated[
         Path | None,
         typer.Option(
@@ -107,16 +95,7 @@ def serve(
         store_url = cfg.store_url(_store(ctx, store))
         with _shared_demo_state(store_url) if serves_demo else nullcontext():
             gate = cfg.build_gate(store_url)
-            scope_set = (
-                split_list(scopes)
-                if scopes is not None
-                else {s for spec in gate.tools() for s in spec.scopes}
-            )
-            who = Principal(
-                principal,
-                tenant if tenant is not None else (DEMO_TENANT if serves_demo else None),
-                scopes=scope_set,
-            )
+            who = local_principal(gate, principal, tenant, scopes, demo=serves_demo)
             try:
                 server = build_server(
                     gate,

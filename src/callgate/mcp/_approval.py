@@ -118,7 +118,7 @@ class Confirmation:
         if not isinstance(approval_id, str):
             return None
         record = await (await self.gate.approvals()).get(approval_id)
-        if not self._ours(record, tool) or record is None:
+        if record is None or not self._ours(record, tool):
             return None
         if record.approved_by != "requester" or effective_state(record) != "pending":
             return None
