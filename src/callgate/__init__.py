@@ -6,8 +6,10 @@ executed under limits, normalized into one Envelope, shaped and recorded.
 """
 
 from callgate.contract import (
+    InvalidIdentity,
     Principal,
     RiskTier,
+    Secret,
     ToolAnnotations,
     Toolbox,
     ToolContext,
@@ -45,6 +47,7 @@ __all__ = [
     "ErrorInfo",
     "ErrorKind",
     "Gate",
+    "InvalidIdentity",
     "Limits",
     "PermissionDenied",
     "Policy",
@@ -52,6 +55,7 @@ __all__ = [
     "Principal",
     "RiskTier",
     "Rule",
+    "Secret",
     "Status",
     "Timing",
     "ToolAnnotations",
