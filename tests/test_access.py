@@ -9,6 +9,7 @@ import pytest
 
 from callgate import ApprovalError, Gate, InvalidIdentity, Policy, Principal, Rule, Status
 from callgate.access import Action, check
+from callgate.config import ConfigError, load_config
 from callgate.runtime.policy import Approvers, PolicyError
 from callgate.store import MemoryStore
 from tests.runtime.change_tools import Bank, build
@@ -225,3 +226,26 @@ def test_no_ownership_check_is_written_outside_the_access_module() -> None:
             if _HAND_WRITTEN.search(line):
                 offenders.append(f"{path.relative_to(SRC)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_approvers_come_from_the_config_file_with_errors_naming_the_key(tmp_path: Path) -> None:
+    good = tmp_path / "good.toml"
+    good.write_text(
+        "[policy.approvers]\nroles = ['approver']\n\n"
+        "[[policy.rules]]\neffect = 'require_approval'\ntools = ['ops.*']\n"
+        "approvers = { owner = 'impact.owner', users = ['Dana@acme.example'] }\n"
+    )
+    policy = load_config(good).policy
+    assert policy.approvers is not None and policy.approvers.roles == {"approver"}
+    [rule] = policy.rules
+    assert rule.approvers is not None
+    assert (rule.approvers.owner, rule.approvers.users) == ("impact.owner", {"dana@acme.example"})
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[policy.rules]]\neffect = 'require_approval'\napprovers = { owner = '(' }\n")
+    with pytest.raises(ConfigError, match=r"policy\.rules\[0\]\.approvers: .*invalid CEL"):
+        load_config(bad)
+    typo = tmp_path / "typo.toml"
+    typo.write_text("[[policy.rules]]\neffect = 'require_approval'\napprovers = { role = ['x'] }\n")
+    with pytest.raises(ConfigError, match=r"approvers\.role"):
+        load_config(typo)

@@ -21,6 +21,9 @@ Example ``callgate.toml``::
     [context]
     region = "eu-west-1"
 
+    [secrets]
+    ops_api_key = { env = "OPS_API_KEY" }
+
 A toolbox reference is ``module:attr`` or ``path.py:attr``; ``attr`` names a
 ``Toolbox``, a list of them, or a zero-argument callable returning either.
 Relative paths (of toolbox files and of a SQLite ``store``) are relative to the
@@ -69,6 +72,14 @@ class ConfigError(ValueError):
 
 
 # The file's schema -------------------------------------------------------------
+class _ApproversFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    roles: list[str] = []
+    users: list[str] = []
+    owner: str | None = None
+
+
 class _RuleFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -79,13 +90,22 @@ class _RuleFile(BaseModel):
     risk: list[Literal["read", "write_idempotent", "write_high_risk"]] | None = None
     reason: str | None = None
     approved_by: Literal["another", "requester"] | None = None
+    approvers: _ApproversFile | None = None
 
 
 class _PolicyFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     default: Literal["allow", "deny", "require_approval"] = "allow"
+    approvers: _ApproversFile | None = None
     rules: list[_RuleFile] = []
+
+
+class _SecretFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    env: str
+    """The environment variable holding the secret (never the secret itself)."""
 
 
 class _ConfigFile(BaseModel):
@@ -96,6 +116,7 @@ class _ConfigFile(BaseModel):
     policy: _PolicyFile = _PolicyFile()
     limits: dict[str, Any] = {}
     context: dict[str, Any] = {}
+    secrets: dict[str, _SecretFile] = {}
 
 
 # The loaded configuration ------------------------------------------------------
@@ -113,6 +134,8 @@ class GateConfig:
         policy: the gate's policy.
         limits: the gate's limits.
         context: gate-wide trusted values.
+        secrets: gate-wide trusted values that are credentials: key -> the
+            environment variable holding it, read by :meth:`build_gate`.
     """
 
     source: Path | None = None
@@ -121,6 +144,7 @@ class GateConfig:
     policy: Policy = field(default_factory=Policy)
     limits: Limits = field(default_factory=Limits)
     context: Mapping[str, Any] = field(default_factory=dict)
+    secrets: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -170,9 +194,22 @@ class GateConfig:
             store = store_from_url(self.store_url(store_override))
         except ValueError as exc:
             raise ConfigError(f"{self._store_origin(store_override)}: {exc}") from None
+        secrets = {}
+        for key, variable in self.secrets.items():
+            value = os.environ.get(variable)
+            if not value:
+                raise ConfigError(
+                    f"{self.label}: secrets.{key}: the environment variable {variable} is not set"
+                )
+            secrets[key] = value
         try:
             return Gate(
-                toolboxes, store=store, policy=self.policy, limits=self.limits, context=self.context
+                toolboxes,
+                store=store,
+                policy=self.policy,
+                limits=self.limits,
+                context=self.context,
+                secrets=secrets,
             )
         except ValueError as exc:
             raise ConfigError(f"{self.label}: toolboxes: {exc}") from None
@@ -205,6 +242,7 @@ def load_config(path: str | os.PathLike[str]) -> GateConfig:
         policy=_build_policy(parsed.policy, str(source)),
         limits=_build_limits(parsed.limits, str(source)),
         context=dict(parsed.context),
+        secrets={key: secret.env for key, secret in parsed.secrets.items()},
     )
 
 
@@ -258,10 +296,16 @@ def _build_policy(policy: _PolicyFile, label: str) -> Policy:
         try:
             rules.append(Rule(**raw.model_dump(exclude_none=True)))
         except PolicyError as exc:
-            # The effect and risk values were checked above: what is left is the condition.
+            # The effect and risk values were checked above: what is left is the
+            # condition or the approvers.
             message = str(exc).removeprefix(f"rule {raw.name or raw.when!r}: ")
-            raise ConfigError(f"{label}: {where}.when: {message}") from None
-    return Policy(rules, default=policy.default)
+            key = "approvers" if "approvers" in message else "when"
+            raise ConfigError(f"{label}: {where}.{key}: {message}") from None
+    try:
+        default = policy.approvers.model_dump(exclude_none=True) if policy.approvers else None
+        return Policy(rules, default=policy.default, approvers=default)
+    except PolicyError as exc:
+        raise ConfigError(f"{label}: policy.approvers: {exc}") from None
 
 
 def _build_limits(raw: Mapping[str, Any], label: str) -> Limits:

@@ -98,7 +98,7 @@ def _gate(ctx: typer.Context, store: str | None, config: Path | None) -> Gate:
     path = config or getattr(ctx.obj, "config", None)
     cfg = load_config(path) if path is not None else GateConfig()
     url = store or getattr(ctx.obj, "store", None)
-    return dataclasses.replace(cfg, toolboxes=()).build_gate(url)
+    return dataclasses.replace(cfg, toolboxes=(), secrets={}).build_gate(url)
 
 
 @approvals_app.command("list")
