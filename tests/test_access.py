@@ -6,9 +6,11 @@ import re
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from callgate import ApprovalError, Gate, InvalidIdentity, Policy, Principal, Rule, Status
 from callgate.access import Action, check
+from callgate.cli.app import app
 from callgate.config import ConfigError, load_config
 from callgate.runtime.policy import Approvers, PolicyError
 from callgate.store import MemoryStore
@@ -249,3 +251,18 @@ def test_approvers_come_from_the_config_file_with_errors_naming_the_key(tmp_path
     typo.write_text("[[policy.rules]]\neffect = 'require_approval'\napprovers = { role = ['x'] }\n")
     with pytest.raises(ConfigError, match=r"approvers\.role"):
         load_config(typo)
+
+
+@pytest.mark.parametrize("user", ["", "  ", "bob\x1b[2K"])
+def test_the_cli_refuses_an_identity_that_is_not_one_in_one_line(user: str) -> None:
+    result = CliRunner().invoke(
+        app,
+        [
+            *("call", "ops.campaigns_find", "--principal", user, "--tenant", "acme"),
+            *("--store", "memory://", "--args", '{"query": "x"}'),
+        ],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 2
+    assert result.stderr.startswith("callgate: error: --principal/--tenant/--roles: user ")
+    assert len(result.stderr.splitlines()) == 1
