@@ -31,7 +31,7 @@ def test_first_five_minutes_example_runs(
     assert "ok {'deploy_id': 'D-1', 'state': 'running', 'tenant': 'acme'}" in out
     assert "construction Unknown argument 'deploy'. Did you mean 'deploy_id'?" in out
     assert "permission You are not allowed to call ops.deploy_rollback" in out
-    assert "alice ops.deploy_rollback None permission" in out
+    assert "alice ops.deploy_rollback refused:authorize permission" in out
     assert (tmp_path / "callgate-readme.db").exists()
 
 
