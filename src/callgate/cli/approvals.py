@@ -155,7 +155,7 @@ def approve(
     store: StoreOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Approve a pending request (not your own). The call runs when its caller repeats it."""
+    """Approve a pending request (not your own); the call runs when its caller repeats it."""
     with cli_errors():
         gate = _gate(ctx, store, config)
         record = asyncio.run(_decide(gate, approval_id, approve=True, by=principal, text=note))
