@@ -34,9 +34,10 @@ def tools(
 ) -> None:
     """List the tools: name, risk tier, scopes and a summary, one line each.
 
-    --json gives every detail, the model-facing input schema and the full
-    description included. Listing tools opens no store: --store is accepted
-    like every command's, and not read.
+    On a terminal too narrow for the table, each tool takes two lines: its
+    facts, then its summary. --json gives every detail, the model-facing input
+    schema and the full description included. Listing tools opens no store:
+    --store is accepted like every command's, and not read.
     """
     del store  # listing needs no store; an in-memory one keeps the real one untouched
     with cli_errors():
