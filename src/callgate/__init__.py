@@ -6,8 +6,10 @@ executed under limits, normalized into one Envelope, shaped and recorded.
 """
 
 from callgate.contract import (
+    InvalidIdentity,
     Principal,
     RiskTier,
+    Secret,
     ToolAnnotations,
     Toolbox,
     ToolContext,
@@ -30,13 +32,14 @@ from callgate.runtime.approvals import ApprovalError, Approvals
 from callgate.runtime.call import Limits
 from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status, Timing, Truncation
 from callgate.runtime.gate import Gate
-from callgate.runtime.policy import Effect, Policy, PolicyError, Rule
+from callgate.runtime.policy import Approvers, Effect, Policy, PolicyError, Rule
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ApprovalError",
     "Approvals",
+    "Approvers",
     "BusinessStateError",
     "ConstructionError",
     "Decision",
@@ -45,6 +48,7 @@ __all__ = [
     "ErrorInfo",
     "ErrorKind",
     "Gate",
+    "InvalidIdentity",
     "Limits",
     "PermissionDenied",
     "Policy",
@@ -52,6 +56,7 @@ __all__ = [
     "Principal",
     "RiskTier",
     "Rule",
+    "Secret",
     "Status",
     "Timing",
     "ToolAnnotations",

@@ -1,5 +1,5 @@
-"""The gate's configuration file: tools, policy, limits, trusted context and the
-local principal, in TOML.
+"""The gate's configuration file: tools, policy, limits, trusted context, secrets
+and the local principal, in TOML.
 
 Example ``callgate.toml``::
 
@@ -21,6 +21,9 @@ Example ``callgate.toml``::
 
     [context]
     region = "eu-west-1"
+
+    [secrets]
+    ops_api_key = { env = "OPS_API_KEY" }
 
     [principal]
     user = "alice@acme.example"
@@ -77,6 +80,14 @@ class ConfigError(ValueError):
 
 
 # The file's schema -------------------------------------------------------------
+class _ApproversFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    roles: list[str] = []
+    users: list[str] = []
+    owner: str | None = None
+
+
 class _RuleFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -87,12 +98,14 @@ class _RuleFile(BaseModel):
     risk: list[Literal["read", "write_idempotent", "write_high_risk"]] | None = None
     reason: str | None = None
     approved_by: Literal["another", "requester"] | None = None
+    approvers: _ApproversFile | None = None
 
 
 class _PolicyFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     default: Literal["allow", "deny", "require_approval"] = "allow"
+    approvers: _ApproversFile | None = None
     rules: list[_RuleFile] = []
 
 
@@ -106,6 +119,13 @@ class _PrincipalFile(BaseModel):
     attributes: dict[str, Any] = {}
 
 
+class _SecretFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    env: str
+    """The environment variable holding the secret (never the secret itself)."""
+
+
 class _ConfigFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -114,6 +134,7 @@ class _ConfigFile(BaseModel):
     policy: _PolicyFile = _PolicyFile()
     limits: dict[str, Any] = {}
     context: dict[str, Any] = {}
+    secrets: dict[str, _SecretFile] = {}
     principal: _PrincipalFile = _PrincipalFile()
 
 
@@ -148,6 +169,8 @@ class GateConfig:
         policy: the gate's policy.
         limits: the gate's limits.
         context: gate-wide trusted values.
+        secrets: gate-wide trusted values that are credentials: key -> the
+            environment variable holding it, read by :meth:`build_gate`.
         principal: who the CLI acts for unless its options say otherwise.
     """
 
@@ -157,6 +180,7 @@ class GateConfig:
     policy: Policy = field(default_factory=Policy)
     limits: Limits = field(default_factory=Limits)
     context: Mapping[str, Any] = field(default_factory=dict)
+    secrets: Mapping[str, str] = field(default_factory=dict)
     principal: PrincipalDefaults = field(default_factory=PrincipalDefaults)
 
     @property
@@ -207,9 +231,22 @@ class GateConfig:
             store = store_from_url(self.store_url(store_override))
         except ValueError as exc:
             raise ConfigError(f"{self._store_origin(store_override)}: {exc}") from None
+        secrets = {}
+        for key, variable in self.secrets.items():
+            value = os.environ.get(variable)
+            if not value:
+                raise ConfigError(
+                    f"{self.label}: secrets.{key}: the environment variable {variable} is not set"
+                )
+            secrets[key] = value
         try:
             return Gate(
-                toolboxes, store=store, policy=self.policy, limits=self.limits, context=self.context
+                toolboxes,
+                store=store,
+                policy=self.policy,
+                limits=self.limits,
+                context=self.context,
+                secrets=secrets,
             )
         except ValueError as exc:
             raise ConfigError(f"{self.label}: toolboxes: {exc}") from None
@@ -242,6 +279,7 @@ def load_config(path: str | os.PathLike[str]) -> GateConfig:
         policy=_build_policy(parsed.policy, str(source)),
         limits=_build_limits(parsed.limits, str(source)),
         context=dict(parsed.context),
+        secrets={key: secret.env for key, secret in parsed.secrets.items()},
         principal=_build_principal(parsed.principal, str(source)),
     )
 
@@ -273,6 +311,7 @@ def _allowed_keys(loc: Sequence[int | str]) -> str:
     tables: dict[str, type[BaseModel]] = {
         "policy": _PolicyFile,
         "rules": _RuleFile,
+        "approvers": _ApproversFile,
         "principal": _PrincipalFile,
     }
     model: type[BaseModel] = _ConfigFile
@@ -300,10 +339,16 @@ def _build_policy(policy: _PolicyFile, label: str) -> Policy:
         try:
             rules.append(Rule(**raw.model_dump(exclude_none=True)))
         except PolicyError as exc:
-            # The effect and risk values were checked above: what is left is the condition.
+            # The effect and risk values were checked above: what is left is the
+            # condition or the approvers.
             message = str(exc).removeprefix(f"rule {raw.name or raw.when!r}: ")
-            raise ConfigError(f"{label}: {where}.when: {message}") from None
-    return Policy(rules, default=policy.default)
+            key = "approvers" if "approvers" in message else "when"
+            raise ConfigError(f"{label}: {where}.{key}: {message}") from None
+    try:
+        default = policy.approvers.model_dump(exclude_none=True) if policy.approvers else None
+        return Policy(rules, default=policy.default, approvers=default)
+    except PolicyError as exc:
+        raise ConfigError(f"{label}: policy.approvers: {exc}") from None
 
 
 def _build_limits(raw: Mapping[str, Any], label: str) -> Limits:

@@ -268,7 +268,9 @@ async def test_an_approval_pauses_the_run_and_it_resumes_after_a_restart(
     finish = ScriptedModel([reply("Paid; D-2 checked.")])
     async with Gate([after.toolbox()], store=store, policy=POLICY) as gate:
         [approval_id] = first.pending_approvals
-        await (await gate.approvals()).approve(approval_id, by="bob", note="invoice ok")
+        await (await gate.approvals()).approve(
+            approval_id, by=Principal("bob", "acme"), note="invoice ok"
+        )
         resumed = await Agent(gate, finish, principal=ALICE).resume(first.run_id)
         stored = await gate.store.get_run(first.run_id)
 
@@ -291,7 +293,9 @@ async def test_a_denied_approval_reaches_the_model_as_a_permission_error(ops: Op
     async with Gate([ops.toolbox()], store=MemoryStore(), policy=POLICY) as gate:
         first = await Agent(gate, ScriptedModel([_payment_turn()]), principal=ALICE).run("Pay")
         [approval_id] = first.pending_approvals
-        await (await gate.approvals()).deny(approval_id, by="bob", reason="wrong supplier")
+        await (await gate.approvals()).deny(
+            approval_id, by=Principal("bob", "acme"), reason="wrong supplier"
+        )
         again = await Agent(gate, finish, principal=ALICE).resume(first.run_id)
     [*_, results] = finish.requests[0].messages
 

@@ -55,7 +55,17 @@ def test_list_shows_pending_requests_as_a_table_and_as_json(cli: Cli) -> None:
 def test_list_filters_by_state(cli: Cli) -> None:
     pending_id = _park(cli)
     denied_id = _park(cli, '{"order_id": "O-2", "amount": 900}')
-    cli("approvals", "deny", denied_id, "--principal", "erin", "--reason", "not this one")
+    cli(
+        "approvals",
+        "deny",
+        denied_id,
+        "--principal",
+        "erin",
+        "--tenant",
+        "acme",
+        "--reason",
+        "not this one",
+    )
 
     pending = cli.json("approvals", "list", "--state", "pending")
     denied = cli.json("approvals", "list", "--state", "denied")
@@ -82,7 +92,10 @@ def test_show_gives_every_exact_argument_who_asked_and_why(cli: Cli) -> None:
     out = readable.stdout
     assert readable.exit_code == 0
     assert "refunds above 100 need a human" in out
-    assert "anyone but dan (four eyes)" in out
+    assert (
+        "of tenant acme, not dan (four eyes): anyone of the tenant but the requester"
+        in " ".join(out.split())
+    )
     assert "dan (acme)" in out
     assert "none yet" in out
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip()}
@@ -104,7 +117,17 @@ def test_show_makes_invisible_characters_visible(cli: Cli) -> None:
 def test_approved_call_runs_once_when_repeated_and_show_has_its_result(cli: Cli) -> None:
     approval_id = _park(cli)
 
-    approved = cli("approvals", "approve", approval_id, "--principal", "erin", "--note", "ok'd")
+    approved = cli(
+        "approvals",
+        "approve",
+        approval_id,
+        "--principal",
+        "erin",
+        "--tenant",
+        "acme",
+        "--note",
+        "ok'd",
+    )
     before_run = cli.json("approvals", "show", approval_id)
     ran = _refund(cli)
     after_run = cli.json("approvals", "show", approval_id)
@@ -131,19 +154,38 @@ def test_approved_call_runs_once_when_repeated_and_show_has_its_result(cli: Cli)
 def test_nobody_approves_their_own_request(cli: Cli) -> None:
     approval_id = _park(cli)
 
-    line = _error_line(cli("approvals", "approve", approval_id, "--principal", "dan"))
+    line = _error_line(
+        cli("approvals", "approve", approval_id, "--principal", "dan", "--tenant", "acme")
+    )
 
-    assert "dan filed" in line and "cannot approve it" in line
+    assert "dan requested it and cannot decide it" in line
     assert cli.json("approvals", "show", approval_id)["state"] == "pending"
 
 
 def test_a_decision_is_taken_once(cli: Cli) -> None:
     approval_id = _park(cli)
-    assert cli("approvals", "approve", approval_id, "--principal", "erin").exit_code == 0
+    assert (
+        cli(
+            "approvals", "approve", approval_id, "--principal", "erin", "--tenant", "acme"
+        ).exit_code
+        == 0
+    )
 
-    twice = _error_line(cli("approvals", "approve", approval_id, "--principal", "fay"))
+    twice = _error_line(
+        cli("approvals", "approve", approval_id, "--principal", "fay", "--tenant", "acme")
+    )
     deny_after = _error_line(
-        cli("approvals", "deny", approval_id, "--principal", "fay", "--reason", "too late")
+        cli(
+            "approvals",
+            "deny",
+            approval_id,
+            "--principal",
+            "fay",
+            "--tenant",
+            "acme",
+            "--reason",
+            "too late",
+        )
     )
 
     assert f"{approval_id} is approved; a decision is taken once" in twice
@@ -155,7 +197,15 @@ def test_a_denial_reaches_the_model_as_a_permission_error_with_the_reason(cli: C
     approval_id = _park(cli)
 
     denied = cli(
-        "approvals", "deny", approval_id, "--principal", "erin", "--reason", "O-1 was refunded"
+        "approvals",
+        "deny",
+        approval_id,
+        "--principal",
+        "erin",
+        "--tenant",
+        "acme",
+        "--reason",
+        "O-1 was refunded",
     )
     envelope = _refund(cli)
 
@@ -174,9 +224,19 @@ def test_a_denial_needs_a_reason(cli: Cli) -> None:
     approval_id = _park(cli)
 
     blank = _error_line(
-        cli("approvals", "deny", approval_id, "--principal", "erin", "--reason", " ")
+        cli(
+            "approvals",
+            "deny",
+            approval_id,
+            "--principal",
+            "erin",
+            "--tenant",
+            "acme",
+            "--reason",
+            " ",
+        )
     )
-    missing = cli("approvals", "deny", approval_id, "--principal", "erin")
+    missing = cli("approvals", "deny", approval_id, "--principal", "erin", "--tenant", "acme")
 
     assert "needs a reason" in blank
     assert missing.exit_code == 2
@@ -186,8 +246,8 @@ def test_a_denial_needs_a_reason(cli: Cli) -> None:
 def test_unknown_id_is_a_one_line_error(cli: Cli) -> None:
     for command in (
         ("show", "apr_missing"),
-        ("approve", "apr_missing", "--principal", "erin"),
-        ("deny", "apr_missing", "--principal", "erin", "--reason", "no"),
+        ("approve", "apr_missing", "--principal", "erin", "--tenant", "acme"),
+        ("deny", "apr_missing", "--principal", "erin", "--tenant", "acme", "--reason", "no"),
     ):
         line = _error_line(cli("approvals", *command))
         assert "no approval request 'apr_missing'" in line

@@ -167,7 +167,7 @@ async def test_a_run_waits_for_approval_and_resumes_from_the_cli(tmp_path: Path)
     store = ["--store", f"sqlite:///{tmp_path / 'runs.db'}"]
     env = {**os.environ, "CALLGATE_DEMO_STATE": str(tmp_path / "demo.json")}
     approve = [sys.executable, "-m", "callgate", "approvals", "approve", approval_id]
-    approve += ["--principal", "local", "--note", "fine", *store]
+    approve += ["--principal", "local", "--tenant", "acme", "--note", "fine", *store]
     approved = await anyio.run_process(approve, env=env, check=False)
     assert approved.returncode == 0, approved.stderr.decode()
 

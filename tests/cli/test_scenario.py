@@ -97,7 +97,9 @@ def test_a_large_budget_increase_runs_once_after_another_person_approves_it(demo
     assert request["impact"]["daily_budget_before"] == campaign["daily_budget"]
     assert request["impact"]["daily_budget_after"] == new_budget
 
-    approved = demo.cli("approvals", "approve", approval_id, "--principal", BOB, **demo.env)
+    approved = demo.cli(
+        "approvals", "approve", approval_id, "--principal", BOB, "--tenant", "acme", **demo.env
+    )
     assert approved.exit_code == 0, approved.output
 
     applied = demo.apply(preview_id)
@@ -147,17 +149,47 @@ def test_a_large_budget_increase_runs_once_after_another_person_approves_it(demo
 
 def test_the_requester_cannot_approve_the_change_and_nobody_approves_twice(demo: Demo) -> None:
     _, _, approval_id = demo.preview_plus_80()
-    approve = ("approvals", "approve", approval_id, "--principal")
+    approve = ("approvals", "approve", approval_id, "--tenant", "acme", "--principal")
 
     own = demo.cli(*approve, "alice@acme.example", **demo.env)
+    # Leading whitespace or another case is still alice (four eyes holds).
+    own_disguised = demo.cli(*approve, " Alice@acme.example", **demo.env)
+    # Only the campaign owner (bob) may approve a large increase of C-101.
+    not_owner = demo.cli(*approve, "carol@acme.example", **demo.env)
+    other_tenant = demo.cli(
+        "approvals",
+        "approve",
+        approval_id,
+        "--principal",
+        "mallory@globex.example",
+        "--tenant",
+        "globex",
+        **demo.env,
+    )
     first = demo.cli(*approve, BOB, **demo.env)
-    second = demo.cli(*approve, "carol@acme.example", **demo.env)
+    second = demo.cli(*approve, BOB, **demo.env)
 
-    assert own.exit_code == 2
-    assert own.stderr.startswith("callgate: error: alice@acme.example filed")
+    assert own.exit_code == own_disguised.exit_code == 2
+    assert "alice@acme.example requested it and cannot decide it" in own.stderr
+    assert "alice@acme.example requested it and cannot decide it" in own_disguised.stderr
+    assert not_owner.exit_code == 2
+    assert "not among its approvers (bob@acme.example (the owner)" in not_owner.stderr
+    assert other_tenant.exit_code == 2 and "only its own tenant's approvers" in other_tenant.stderr
     assert first.exit_code == 0
     assert second.exit_code == 2
     assert "a decision is taken once" in second.stderr
+    refused = [
+        (r["user"], r["detail"]["refused"])
+        for r in demo.run("audit")
+        if r["phase"] == "decision" and r["decision"] == "refused"
+    ]
+    assert refused == [
+        ("alice@acme.example", "self_approval"),
+        ("alice@acme.example", "self_approval"),
+        ("carol@acme.example", "not_an_approver"),
+        ("mallory@globex.example", "other_tenant"),
+        (BOB, "already_decided"),
+    ]
     assert demo.run("approvals", "show", approval_id)["decided_by"] == BOB
 
 
@@ -167,7 +199,7 @@ def test_a_denied_change_reaches_the_model_as_a_permission_error_with_the_reason
     campaign, preview_id, approval_id = demo.preview_plus_80()
 
     denied = demo.cli(
-        *("approvals", "deny", approval_id, "--principal", BOB),
+        *("approvals", "deny", approval_id, "--principal", BOB, "--tenant", "acme"),
         *("--reason", "Q4 budget is frozen"),
         **demo.env,
     )

@@ -77,7 +77,12 @@ def _auth(token: str | None) -> dict[str, str]:
 async def console(tmp_path: Path, anyio_backend: str) -> AsyncIterator[Console]:
     payments = Payments()
     policy = Policy(
-        [Rule("require_approval", when="args.amount > 1000", reason="large transfers need a human")]
+        [
+            Rule(
+                "require_approval", when="args.amount > 1000", reason="large transfers need a human"
+            )
+        ],
+        approvers={"roles": ["approver"]},
     )
     gate = Gate([payments.toolbox()], store=f"sqlite:///{tmp_path / 'gate.db'}", policy=policy)
     app = approvals_app(gate, authenticate=bearer_tokens(TOKENS))

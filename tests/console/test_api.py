@@ -132,8 +132,8 @@ async def test_deciding_needs_the_approver_role(console: Console) -> None:
     read = await console.get(f"/api/approvals/{approval_id}", token="t-alice")
 
     assert approve.status_code == deny.status_code == 403
-    assert approve.json()["error"]["code"] == "forbidden"
-    assert "approver" in approve.json()["error"]["message"]
+    assert approve.json()["error"]["code"] == "not_an_approver"
+    assert "role approver" in approve.json()["error"]["message"]
     assert read.status_code == 200 and read.json()["state"] == "pending"
 
 
@@ -145,7 +145,7 @@ async def test_an_approver_of_another_tenant_cannot_decide(console: Console) -> 
     by_root = await console.post(f"/api/approvals/{approval_id}/approve", token="t-root")
 
     assert by_greg.status_code == 404  # indistinguishable from a missing approval
-    assert by_root.status_code == 403
+    assert by_root.status_code == 403 and by_root.json()["error"]["code"] == "other_tenant"
     record = await (await console.gate.approvals()).get(approval_id)
     assert record is not None and record.state == "pending"
 
@@ -174,7 +174,13 @@ async def test_a_decision_is_taken_once(console: Console) -> None:
     assert again.json()["error"]["code"] == "already_decided"
     assert "approved" in again.json()["error"]["message"]
     decisions = [r for r in await console.gate.audit() if r.phase == "decision"]
-    assert len(decisions) == 1
+    # One decision; the two late attempts are audited as refused.
+    assert [(d.user, d.decision) for d in decisions] == [
+        ("bob", "approved"),
+        ("carol", "refused"),
+        ("bob", "refused"),
+    ]
+    assert decisions[1].detail["refused"] == "already_decided"
 
 
 async def test_an_expired_request_cannot_be_decided(console: Console) -> None:
@@ -249,3 +255,19 @@ def test_bearer_tokens_match_exactly() -> None:
     assert authenticate(request("Bearer ")) is None  # the empty token is never valid
     assert authenticate(request("Basic secret-token")) is None
     assert authenticate(request(None)) is None
+
+
+async def test_a_deeply_nested_body_is_a_json_error_not_a_crash(console: Console) -> None:
+    approval_id = await console.park()
+    nested = "[" * 8000 + "]" * 8000  # under the size cap, deeper than the parser goes
+
+    response = await console.client.post(
+        f"/api/approvals/{approval_id}/approve",
+        content=nested,
+        headers={"Authorization": "Bearer t-bob", "Content-Type": "application/json"},
+    )
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_request"
+    record = await (await console.gate.approvals()).get(approval_id)
+    assert record is not None and record.state == "pending"

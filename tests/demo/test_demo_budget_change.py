@@ -107,7 +107,7 @@ async def test_an_increase_over_50pct_files_an_approval_at_preview_time(
     assert record.arguments["tenant_id"] == "acme"
     assert record.impact is not None
     assert record.impact["daily_budget_before"] == 1200
-    await approvals.approve(approval_id, by=bob.user)
+    await approvals.approve(approval_id, by=bob)
 
     applied = await _apply(gate, alice, preview.payload["preview_id"])
     again = await _apply(gate, alice, preview.payload["preview_id"])
@@ -139,7 +139,9 @@ async def test_a_denied_change_answers_permission_with_the_reason(
     preview = await _preview(gate, alice, "C-101", 2160)
     approval_id = preview.payload["approval"]["approval_id"]
     await (await gate.approvals()).deny(
-        approval_id, by="carol@acme.example", reason="the autumn plan caps C-101 at 2,000"
+        approval_id,
+        by=Principal("bob@acme.example", "acme"),
+        reason="the autumn plan caps C-101 at 2,000",
     )
     env = await _apply(gate, alice, preview.payload["preview_id"])
     assert env.status is Status.ERROR

@@ -151,6 +151,7 @@ async def test_preview_computes_the_impact_and_changes_nothing(
         "daily_budget_after": 1500,
         "change": 300,
         "increase_pct": 25.0,
+        "owner": "bob@acme.example",
     }
     assert env.payload["preview_id"].startswith("pv_")
     assert "approval" not in env.payload

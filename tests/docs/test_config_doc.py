@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from callgate.config import (
+    _ApproversFile,
     _ConfigFile,
     _PolicyFile,
     _PrincipalFile,
     _RuleFile,
+    _SecretFile,
     load_config,
 )
 from callgate.runtime.call import Limits
@@ -41,6 +43,8 @@ def test_every_key_the_file_accepts_is_documented_and_in_the_example() -> None:
         *_PolicyFile.model_fields,
         *_RuleFile.model_fields,
         *_PrincipalFile.model_fields,
+        *_ApproversFile.model_fields,
+        *_SecretFile.model_fields,
         *(f.name for f in dataclasses.fields(Limits)),
     }
     example = _example()
@@ -54,6 +58,7 @@ def test_the_complete_example_loads_and_serves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("CALLGATE_STORE", raising=False)
+    monkeypatch.setenv("SHOP_API_KEY", "sk-shop")
     monkeypatch.setattr(sys, "path", list(sys.path))
     # The example serves the README's own toolbox (Serve your own tools) next to the demo.
     (tmp_path / "my_tools.py").write_text(block("Serve your own tools", "python").text)
@@ -67,6 +72,7 @@ def test_the_complete_example_loads_and_serves(
     assert config.store == f"sqlite:///{tmp_path / 'data' / 'callgate.db'}"
     assert [r.name for r in config.policy.rules] == [
         "cancel-needs-a-human",
+        "budget-needs-the-owner",
         "rollback-needs-oncall",
         "confirm-external-email",
     ]
@@ -75,3 +81,4 @@ def test_the_complete_example_loads_and_serves(
     assert config.principal.roles == ("oncall",)
     assert dict(config.principal.attributes) == {"domain": "acme.example"}
     assert dict(config.context) == {"region": "eu-west-1"}
+    assert dict(config.secrets) == {"shop_api_key": "SHOP_API_KEY"}

@@ -191,7 +191,9 @@ async def test_a_four_eyes_approval_is_never_asked_of_the_requester(
         parked = await mcp.call_tool("bank.wire", PAY)
         assert parked.is_error and parked.meta is not None
         approval_id = parked.meta["callgate/approvalId"]
-        await (await gate.approvals()).approve(approval_id, by="bob", note="checked")
+        await (await gate.approvals()).approve(
+            approval_id, by=Principal("bob", "acme"), note="checked"
+        )
         ran = await mcp.call_tool("bank.wire", PAY)
 
     assert approver.shown == []
@@ -208,7 +210,7 @@ async def test_a_client_that_cannot_be_asked_gets_the_approval_id(
         assert parked.meta is not None
         approval_id = parked.meta["callgate/approvalId"]
         # The requester may confirm it elsewhere (the CLI, the console) too.
-        await (await gate.approvals()).approve(approval_id, by="alice")
+        await (await gate.approvals()).approve(approval_id, by=Principal("alice", "acme"))
         ran = await mcp.call_tool("bank.pay", PAY)
 
     assert parked.is_error and f"approval_id: {approval_id}" in text(parked)
@@ -283,7 +285,9 @@ async def test_a_decision_taken_elsewhere_meanwhile_wins(gate: Gate, bank: Bank)
     async with client(gate, "2026-07-28", Approver()) as mcp:
         first = await _first_round(mcp)
         [record] = await (await gate.approvals()).list()
-        await (await gate.approvals()).deny(record.id, by="carol", reason="frozen account")
+        await (await gate.approvals()).deny(
+            record.id, by=Principal("carol", "acme"), reason="frozen account"
+        )
         late = await mcp.session.call_tool(
             "bank.pay",
             PAY,

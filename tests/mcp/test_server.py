@@ -10,7 +10,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, MCPError
 
-from callgate import Gate
+from callgate import Gate, Principal
 from callgate.mcp import build_server, default_principal
 from tests.mcp.tools import ALICE, build_gate
 
@@ -163,7 +163,7 @@ async def test_approved_call_runs_when_called_again(client: Client, gate: Gate) 
         first = await client.call_tool("shop.refund", args)
         assert first.meta is not None
         approvals = await gate.approvals()
-        await approvals.approve(first.meta["callgate/approvalId"], by="boss")
+        await approvals.approve(first.meta["callgate/approvalId"], by=Principal("boss", "acme"))
         second = await client.call_tool("shop.refund", args)
     assert not second.is_error
     assert second.structured_content == {"refunded": 500, "order": "O-1"}

@@ -39,7 +39,9 @@ async def test_parked_call_shows_exact_inputs_and_runs_once_approved(
         approvals = await gate.approvals()
         record = await approvals.get(approval_id)
         listed = await approvals.list(state="pending")
-        await approvals.approve(approval_id, by="carol", note="checked the invoice")
+        await approvals.approve(
+            approval_id, by=Principal("carol", "acme"), note="checked the invoice"
+        )
         ran = await gate.call("bank.pay", PAY, principal=ALICE)
         used = await approvals.get(approval_id)
         audit = await gate.audit()
@@ -64,7 +66,7 @@ async def test_an_approval_does_not_cover_other_arguments_or_a_second_run(
     bank = Bank()
     async with make_gate([build(bank)], policy=BIG) as gate:
         approval_id = await park(gate)
-        await (await gate.approvals()).approve(approval_id, by="carol")
+        await (await gate.approvals()).approve(approval_id, by=Principal("carol", "acme"))
         other = await gate.call("bank.pay", {"to": "mallory", "amount": 5000}, principal=ALICE)
         first = await gate.call("bank.pay", PAY, principal=ALICE)
         replay = await gate.call("bank.pay", PAY, principal=ALICE)
@@ -79,7 +81,9 @@ async def test_denial_reaches_the_model_with_the_reason(make_gate: GateFactory) 
     bank = Bank()
     async with make_gate([build(bank)], policy=BIG) as gate:
         approval_id = await park(gate)
-        await (await gate.approvals()).deny(approval_id, by="carol", reason="not in budget")
+        await (await gate.approvals()).deny(
+            approval_id, by=Principal("carol", "acme"), reason="not in budget"
+        )
         env = await gate.call("bank.pay", PAY, principal=ALICE)
     assert env.error is not None and env.error.kind is ErrorKind.PERMISSION
     assert "not in budget" in env.error.message_for_model and "carol" in env.error.message_for_model
@@ -90,17 +94,17 @@ async def test_decisions_are_taken_once_and_not_by_the_requester(make_gate: Gate
     async with make_gate([build(Bank())], policy=BIG) as gate:
         approval_id = await park(gate)
         approvals = await gate.approvals()
-        with pytest.raises(ApprovalError, match="cannot approve"):
-            await approvals.approve(approval_id, by="alice")
-        await approvals.approve(approval_id, by="carol")
+        with pytest.raises(ApprovalError, match="cannot decide"):
+            await approvals.approve(approval_id, by=Principal("alice", "acme"))
+        await approvals.approve(approval_id, by=Principal("carol", "acme"))
         with pytest.raises(ApprovalError, match="approved"):
-            await approvals.approve(approval_id, by="dave")
+            await approvals.approve(approval_id, by=Principal("dave", "acme"))
         with pytest.raises(ApprovalError, match="approved"):
-            await approvals.deny(approval_id, by="dave", reason="too late")
+            await approvals.deny(approval_id, by=Principal("dave", "acme"), reason="too late")
         with pytest.raises(ApprovalError, match="no approval"):
-            await approvals.approve("apr_nope", by="carol")
+            await approvals.approve("apr_nope", by=Principal("carol", "acme"))
         with pytest.raises(ApprovalError, match="reason"):
-            await approvals.deny(approval_id, by="carol", reason=" ")
+            await approvals.deny(approval_id, by=Principal("carol", "acme"), reason=" ")
 
 
 async def test_fifty_concurrent_approvals_decide_once(make_gate: GateFactory) -> None:
@@ -111,7 +115,7 @@ async def test_fifty_concurrent_approvals_decide_once(make_gate: GateFactory) ->
 
         async def approve(i: int) -> None:
             try:
-                await approvals.approve(approval_id, by=f"approver{i}")
+                await approvals.approve(approval_id, by=Principal(f"approver{i}", "acme"))
                 wins.append(f"approver{i}")
             except ApprovalError:
                 pass
@@ -127,7 +131,7 @@ async def test_the_resumed_call_is_authorized_again(make_gate: GateFactory) -> N
     bank = Bank()
     async with make_gate([build(bank)], policy=BIG) as gate:
         approval_id = await park(gate)
-        await (await gate.approvals()).approve(approval_id, by="carol")
+        await (await gate.approvals()).approve(approval_id, by=Principal("carol", "acme"))
         demoted = Principal(user="alice", tenant="acme", scopes=set())
         refused = await gate.resume(approval_id, principal=demoted)
         ran = await gate.resume(approval_id, principal=ALICE)
@@ -144,7 +148,7 @@ async def test_expired_approvals_cannot_be_decided_or_used() -> None:
         await anyio.sleep(0.1)
         approvals = await gate.approvals()
         with pytest.raises(ApprovalError, match="expired"):
-            await approvals.approve(approval_id, by="carol")
+            await approvals.approve(approval_id, by=Principal("carol", "acme"))
         expired = await approvals.list(state="expired")
         again = await gate.call("bank.pay", PAY, principal=ALICE)
     assert [r.id for r in expired] == [approval_id]
@@ -160,7 +164,7 @@ async def test_a_restart_between_approval_and_resume_loses_nothing(
     async with gate:
         approval_id = await park(gate)
     async with gate:  # the process came back: a new connection to the same database
-        await (await gate.approvals()).approve(approval_id, by="carol")
+        await (await gate.approvals()).approve(approval_id, by=Principal("carol", "acme"))
     async with gate:
         ran = await gate.call("bank.pay", PAY, principal=ALICE)
         status = await gate.call(
@@ -211,7 +215,8 @@ async def test_approval_status_tool_is_for_the_requester_only() -> None:
             principal=Principal(user="alice", tenant="globex"),
         )
     assert mine.payload["state"] == "pending" and mine.payload["tool"] == "bank.pay"
-    assert theirs.error is not None and theirs.error.kind is ErrorKind.PERMISSION
+    # Someone else's request looks exactly like a missing one.
+    assert theirs.error is not None and theirs.error.kind is ErrorKind.CONSTRUCTION
     assert other_tenant.error is not None and other_tenant.error.kind is ErrorKind.CONSTRUCTION
 
 
@@ -220,7 +225,7 @@ async def test_self_approval_is_refused_whatever_the_case() -> None:
         approval_id = await park(gate)
         approvals = await gate.approvals()
         with pytest.raises(ApprovalError) as refused:
-            await approvals.approve(approval_id, by="ALICE")
+            await approvals.approve(approval_id, by=Principal("ALICE", "acme"))
     assert refused.value.code == "self_approval"
 
 
@@ -242,7 +247,9 @@ async def test_a_confirmation_rule_lets_the_requester_approve_their_own_call(
     async with make_gate([build(bank)], policy=confirm) as gate:
         approval_id = await park(gate)
         approvals = await gate.approvals()
-        record = await approvals.approve(approval_id, by="alice", note="yes, I mean it")
+        record = await approvals.approve(
+            approval_id, by=Principal("alice", "acme"), note="yes, I mean it"
+        )
         ran = await gate.call("bank.pay", PAY, principal=ALICE)
     assert record.approved_by == "requester" and record.decided_by == "alice"
     assert ran.ok and bank.sent == ["acme:bob:5000"]
@@ -260,7 +267,7 @@ async def test_four_eyes_wins_when_a_confirmation_rule_also_matches() -> None:
         approvals = await gate.approvals()
         record = await approvals.get(approval_id)
         with pytest.raises(ApprovalError) as refused:
-            await approvals.approve(approval_id, by="alice")
+            await approvals.approve(approval_id, by=Principal("alice", "acme"))
     assert record is not None and record.approved_by == "another" and record.rule == "big"
     assert refused.value.code == "self_approval"
 
@@ -290,7 +297,7 @@ async def test_concurrent_resumes_run_once_and_file_nothing_new(make_gate: GateF
     bank = Bank()
     async with make_gate([build(bank)], policy=BIG) as gate:
         approval_id = await park(gate)
-        await (await gate.approvals()).approve(approval_id, by="carol")
+        await (await gate.approvals()).approve(approval_id, by=Principal("carol", "acme"))
         results = []
 
         async def resume() -> None:
@@ -311,7 +318,7 @@ async def test_an_approved_but_expired_approval_is_not_used() -> None:
     bank = Bank()
     async with Gate([build(bank)], store=MemoryStore(), policy=BIG, limits=limits) as gate:
         approval_id = await park(gate)
-        await (await gate.approvals()).approve(approval_id, by="carol")
+        await (await gate.approvals()).approve(approval_id, by=Principal("carol", "acme"))
         await anyio.sleep(0.12)
         env = await gate.call("bank.pay", PAY, principal=ALICE)
     assert env.status is Status.PENDING_APPROVAL and env.payload["approval_id"] != approval_id

@@ -168,7 +168,7 @@ async def test_policy_sees_the_impact_and_files_the_approval_at_preview(
         approvals = await gate.approvals()
         record = await approvals.get(approval_id)
         assert record is not None
-        await approvals.approve(approval_id, by="bob")
+        await approvals.approve(approval_id, by=Principal("bob", "acme"))
         applied = await gate.call(APPLY, {"preview_id": big.payload["preview_id"]}, principal=ALICE)
         small_applied = await gate.call(APPLY, {"preview_id": small}, principal=ALICE)
         used = await approvals.get(approval_id)
@@ -227,7 +227,7 @@ async def test_preview_approve_restart_apply_with_a_new_process(
             env = await first.call(PREVIEW, {"account": "A-1", "new_limit": 190}, principal=ALICE)
         pid, approval_id = env.payload["preview_id"], env.payload["approval"]["approval_id"]
         async with gate() as second:
-            await (await second.approvals()).approve(approval_id, by="bob")
+            await (await second.approvals()).approve(approval_id, by=Principal("bob", "acme"))
         async with gate() as third, gate() as replica:
             results = []
 
@@ -267,7 +267,7 @@ async def test_a_transient_failure_after_approval_gives_the_approval_back() -> N
     async with Gate([box], store=MemoryStore(), policy=policy) as gate:
         env = await gate.call("t.move_preview", {"n": 3}, principal=ALICE)
         pid, approval_id = env.payload["preview_id"], env.payload["approval"]["approval_id"]
-        await (await gate.approvals()).approve(approval_id, by="bob")
+        await (await gate.approvals()).approve(approval_id, by=Principal("bob", "acme"))
         first = await gate.call("t.move_apply", {"preview_id": pid}, principal=ALICE)
         second = await gate.call("t.move_apply", {"preview_id": pid}, principal=ALICE)
         record = await (await gate.approvals()).get(approval_id)

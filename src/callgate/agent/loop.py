@@ -37,6 +37,7 @@ from typing import Any
 
 import anyio
 
+from callgate import access
 from callgate.agent.messages import (
     AssistantMessage,
     ForcedTool,
@@ -150,11 +151,7 @@ class Agent:
         """
         await self.gate.open()
         record = await self.gate.store.get_run(run_id)
-        if (
-            record is None
-            or record.user != self.principal.user
-            or record.tenant != self.principal.tenant
-        ):
+        if record is None or not access.check(self.principal, access.Action.READ_OWN, record):
             raise LookupError(f"no agent run {run_id!r} of {self.principal.user}")
         run = RunState.load(record)
         if record.status != "waiting_approval":

@@ -27,6 +27,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from callgate.config import ConfigError
+from callgate.contract import InvalidIdentity
 from callgate.runtime.gate import Gate
 
 EXIT_OK = 0
@@ -77,6 +78,8 @@ def cli_errors() -> Iterator[None]:
         yield
     except (CliError, ConfigError) as exc:
         fail(str(exc))
+    except InvalidIdentity as exc:  # --principal "", a tenant with a control character
+        fail(f"--principal/--tenant/--roles: {exc}")
     except (SQLAlchemyError, OSError) as exc:
         fail(f"the store failed: {type(exc).__name__}: {exc}")
 

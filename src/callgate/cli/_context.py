@@ -23,7 +23,7 @@ import typer
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from callgate.cli._common import CliError, safe_url, split_list
+from callgate.cli._common import safe_url, split_list
 from callgate.config import GateConfig, default_config, load_config
 from callgate.contract import Principal
 from callgate.runtime.gate import Gate
@@ -177,7 +177,8 @@ def local_principal(
     ``attributes`` are added to (and win over) the config's.
 
     Raises:
-        CliError: the values make no valid principal.
+        InvalidIdentity: a value is no identity (empty, control characters);
+            ``cli_errors`` shows it in one line.
     """
     defaults = config.principal
     scope_list = (
@@ -187,20 +188,17 @@ def local_principal(
         if defaults.scopes is not None
         else sorted({scope for spec in gate.tools() for scope in spec.scopes})
     )
-    try:
-        return Principal(
-            user if user is not None else defaults.user or DEFAULT_USER,
-            tenant
-            if tenant is not None
-            else defaults.tenant
-            if defaults.tenant is not None
-            else (DEMO_TENANT if demo else None),
-            scopes=scope_list,
-            roles=split_list(roles) if roles is not None else (defaults.roles or ()),
-            attributes={**defaults.attributes, **(attributes or {})},
-        )
-    except (TypeError, ValueError) as exc:
-        raise CliError(f"the principal: {exc}") from None
+    return Principal(
+        user if user is not None else defaults.user or DEFAULT_USER,
+        tenant
+        if tenant is not None
+        else defaults.tenant
+        if defaults.tenant is not None
+        else (DEMO_TENANT if demo else None),
+        scopes=scope_list,
+        roles=split_list(roles) if roles is not None else (defaults.roles or ()),
+        attributes={**defaults.attributes, **(attributes or {})},
+    )
 
 
 def describe_principal(who: Principal) -> str:

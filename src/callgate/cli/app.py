@@ -111,7 +111,9 @@ def audit(
     """
     with cli_errors():
         cfg = load(ctx, config, demo_default=False)
-        gate = dataclasses.replace(cfg, toolboxes=()).build_gate(store_option(ctx, store))
+        gate = dataclasses.replace(cfg, toolboxes=(), secrets={}).build_gate(
+            store_option(ctx, store)
+        )
         # A call has at most two records, so 2N records hold the newest N calls.
         limit = tail if as_json or tail is None else 2 * tail
         records = asyncio.run(_audit(gate, tail=limit, call_id=call_id))

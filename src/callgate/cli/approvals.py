@@ -1,8 +1,10 @@
 """``callgate approvals``: the operator console for parked calls.
 
-The CLI reads and writes the store directly, so whoever runs it is trusted as
-an operator: ``--principal`` names who decided, and nothing checks a role (the
-HTTP API in :mod:`callgate.console` does). Deciding does not run the call: an
+The CLI reads and writes the store directly: whoever runs it states who they
+are (``--principal``, ``--tenant``, ``--roles``), and that principal passes the
+same check as anywhere else (:func:`callgate.access.check`): of the request's
+tenant, not its requester, in every approver set its rules named. Refused
+attempts are audited. Deciding does not run the call: an
 approved call runs once, when its caller makes the same call again (or resumes
 it with ``Gate.resume``); ``show`` then includes its Envelope under ``result``.
 """
@@ -24,6 +26,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from callgate.access import describe_approvers
 from callgate.cli._common import (
     CliError,
     JsonOption,
@@ -33,9 +36,11 @@ from callgate.cli._common import (
     console,
     opened,
     print_json,
+    split_list,
 )
 from callgate.cli.render import WARNING, render_envelope
 from callgate.config import GateConfig, load_config
+from callgate.contract import InvalidIdentity, Principal
 from callgate.runtime.approvals import ApprovalError, approval_json, effective_state
 from callgate.runtime.envelope import Envelope
 from callgate.runtime.gate import Gate
@@ -64,6 +69,24 @@ DeciderOption = Annotated[
     str,
     typer.Option("--principal", metavar="WHO", help="Who decides (recorded in the audit)."),
 ]
+DeciderTenantOption = Annotated[
+    str | None,
+    typer.Option(
+        "--tenant",
+        metavar="TENANT",
+        help="The decider's tenant: only the request's own tenant may decide it.",
+        show_default=False,
+    ),
+]
+DeciderRolesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--roles",
+        metavar="a,b",
+        help="The decider's roles, where the policy names approver roles.",
+        show_default=False,
+    ),
+]
 
 
 def _gate(ctx: typer.Context, store: str | None, config: Path | None) -> Gate:
@@ -75,7 +98,7 @@ def _gate(ctx: typer.Context, store: str | None, config: Path | None) -> Gate:
     path = config or getattr(ctx.obj, "config", None)
     cfg = load_config(path) if path is not None else GateConfig()
     url = store or getattr(ctx.obj, "store", None)
-    return dataclasses.replace(cfg, toolboxes=()).build_gate(url)
+    return dataclasses.replace(cfg, toolboxes=(), secrets={}).build_gate(url)
 
 
 @approvals_app.command("list")
@@ -147,6 +170,8 @@ def approve(
     ctx: typer.Context,
     approval_id: IdArgument,
     principal: DeciderOption,
+    tenant: DeciderTenantOption = None,
+    roles: DeciderRolesOption = None,
     note: Annotated[
         str | None,
         typer.Option("--note", metavar="TEXT", help="Why (kept with the decision and audited)."),
@@ -158,7 +183,8 @@ def approve(
     """Approve a pending request (not your own); the call runs when its caller repeats it."""
     with cli_errors():
         gate = _gate(ctx, store, config)
-        record = asyncio.run(_decide(gate, approval_id, approve=True, by=principal, text=note))
+        by = _decider(principal, tenant, roles)
+        record = asyncio.run(_decide(gate, approval_id, approve=True, by=by, text=note))
     _print_decision(record, as_json=as_json)
 
 
@@ -167,6 +193,9 @@ def deny(
     ctx: typer.Context,
     approval_id: IdArgument,
     principal: DeciderOption,
+    tenant: DeciderTenantOption = None,
+    roles: DeciderRolesOption = None,
+    *,
     reason: Annotated[
         str,
         typer.Option("--reason", metavar="TEXT", help="Why; the requester (the model) is told."),
@@ -178,15 +207,22 @@ def deny(
     """Deny a pending request; the caller gets a permission error with the reason."""
     with cli_errors():
         gate = _gate(ctx, store, config)
-        record = asyncio.run(_decide(gate, approval_id, approve=False, by=principal, text=reason))
+        by = _decider(principal, tenant, roles)
+        record = asyncio.run(_decide(gate, approval_id, approve=False, by=by, text=reason))
     _print_decision(record, as_json=as_json)
 
 
+def _decider(user: str, tenant: str | None, roles: str | None) -> Principal:
+    """The deciding principal, built (and so normalized) once, like every other."""
+    try:
+        return Principal(user, tenant, roles=split_list(roles))
+    except InvalidIdentity as exc:
+        raise CliError(f"--principal/--tenant/--roles: {exc}") from None
+
+
 async def _decide(
-    gate: Gate, approval_id: str, *, approve: bool, by: str, text: str | None
+    gate: Gate, approval_id: str, *, approve: bool, by: Principal, text: str | None
 ) -> ApprovalRecord:
-    if not by.strip():
-        raise CliError("--principal must name who decides")
     async with opened(gate):
         approvals = await gate.approvals()
         try:
@@ -194,7 +230,9 @@ async def _decide(
                 return await approvals.approve(approval_id, by=by, note=text)
             return await approvals.deny(approval_id, by=by, reason=text or "")
         except ApprovalError as exc:
-            raise CliError(str(exc)) from None
+            hint = " (name the decider's tenant with --tenant)" if by.tenant is None else ""
+            hint = hint if exc.code == "other_tenant" else ""
+            raise CliError(f"refused: {exc}{hint}") from None
 
 
 def _print_decision(record: ApprovalRecord, *, as_json: bool) -> None:
@@ -310,9 +348,13 @@ def print_approval(out: Console, record: ApprovalRecord) -> None:
     facts.add_row(
         "who may approve",
         _plain(
-            f"anyone but {record.user} (four eyes)"
-            if record.approved_by == "another"
-            else f"{record.user} themself (a confirmation) or another person"
+            (
+                f"of tenant {record.tenant or '(none)'}, not {record.user} (four eyes): "
+                if record.approved_by == "another"
+                else f"{record.user} themself (a confirmation), or of tenant "
+                f"{record.tenant or '(none)'}: "
+            )
+            + describe_approvers(record.approvers)
         ),
     )
     facts.add_row("requested at", _when(record.created_at))

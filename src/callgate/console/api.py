@@ -10,18 +10,22 @@ Endpoints (all JSON; an approval is :func:`~callgate.runtime.approvals.approval_
   requester is told it).
 
 Access: every request needs a principal from ``authenticate`` (else 401).
-Reading shows only the principal's tenant's approvals (all of them for the
-role ``admin``); another tenant's approval looks exactly like a missing one
-(404). Deciding needs the role ``approver`` (403) and the approval's tenant
-(an admin who can see another tenant's approval still gets 403). The decider
-is always the authenticated user, never a field of the body, and nobody
-approves their own request. POST bodies must be ``application/json``, so a
-browser never sends one cross-site without a CORS preflight.
+Who may see and decide what is :func:`callgate.access.check`, the same rule
+as everywhere else: reading shows the principal's tenant's approvals (all of
+them for the role ``admin``); another tenant's approval looks exactly like a
+missing one (404). Deciding needs the approval's tenant (an admin who can see
+another tenant's approval still gets 403 ``other_tenant``) and membership of
+every approver set its rules named, such as a role (403 ``not_an_approver``);
+nobody approves their own request (409 ``self_approval``). Every refused
+attempt is audited. The decider is always the authenticated user, never a field
+of the body. POST bodies must be ``application/json``, so a browser never sends
+one cross-site without a CORS preflight.
 
-Errors are ``{"error": {"code": ..., "message": ...}}``: 400 ``invalid_request``,
-401 ``unauthenticated``, 403 ``forbidden``, 404 ``not_found``, 409
-``already_decided`` / ``expired`` / ``self_approval``, 413 ``payload_too_large``,
-415 ``unsupported_media_type``.
+Errors are always ``{"error": {"code": ..., "message": ...}}``, unexpected ones
+included (500 ``internal_error``): 400 ``invalid_request``, 401
+``unauthenticated``, 403 ``other_tenant`` / ``not_an_approver``, 404
+``not_found``, 409 ``already_decided`` / ``expired`` / ``self_approval``, 413
+``payload_too_large``, 415 ``unsupported_media_type``.
 
 Deciding does not run the call: an approved call runs once, when its caller
 makes it again or resumes it (``Gate.resume``).
@@ -30,6 +34,7 @@ makes it again or resumes it (``Gate.resume``).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -39,21 +44,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from callgate import access
+from callgate.access import ADMIN_ROLE, Action
 from callgate.console.auth import Authenticate
 from callgate.contract import Principal
 from callgate.runtime.approvals import ApprovalError, Approvals, approval_json
 from callgate.runtime.gate import Gate
 from callgate.store import ApprovalRecord
 
-__all__ = ["ADMIN_ROLE", "APPROVER_ROLE", "approvals_app"]
-
-APPROVER_ROLE = "approver"
-"""The role that may approve or deny (its own tenant's requests)."""
-ADMIN_ROLE = "admin"
-"""The role that may read every tenant's requests."""
+__all__ = ["ADMIN_ROLE", "approvals_app"]
 
 STATES = ("pending", "approved", "denied", "used", "expired")
 MAX_BODY_BYTES = 16 * 1024
+logger = logging.getLogger(__name__)
 MAX_LIMIT = 500
 _NO_STORE = {"Cache-Control": "no-store"}
 
@@ -112,8 +115,18 @@ def approvals_app(gate: Gate, *, authenticate: Authenticate) -> Starlette:
             Route("/api/approvals/{approval_id}/approve", api.approve, methods=["POST"]),
             Route("/api/approvals/{approval_id}/deny", api.deny, methods=["POST"]),
         ],
-        exception_handlers={_ApiError: _api_error, HTTPException: _http_error},
+        exception_handlers={
+            _ApiError: _api_error,
+            HTTPException: _http_error,
+            Exception: _internal_error,
+        },
     )
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    """Anything unexpected is still the documented JSON error (details in the log only)."""
+    logger.error("approvals API: %s %s failed", request.method, request.url.path, exc_info=exc)
+    return _error(_ApiError(500, "internal_error", "the request could not be processed"))
 
 
 class _ApprovalsApi:
@@ -131,7 +144,7 @@ class _ApprovalsApi:
         admin = ADMIN_ROLE in who.roles
         rows = await approvals.list(state=state, tenant=None if admin else who.tenant, limit=limit)
         # A tenant-less principal must not read the unfiltered list either.
-        visible = [r for r in rows if admin or r.tenant == who.tenant]
+        visible = [r for r in rows if access.check(who, Action.VIEW_APPROVAL, r)]
         return _json({"approvals": [approval_json(r) for r in visible]})
 
     async def show_approval(self, request: Request) -> Response:
@@ -139,22 +152,22 @@ class _ApprovalsApi:
         return _json(approval_json(await self._visible(request, who)))
 
     async def approve(self, request: Request) -> Response:
-        who = self._approver(request)
+        who = self._principal(request)
         body = await _body(request)
         note = body.get("note")
         if note is not None and not isinstance(note, str):
             raise _ApiError(400, "invalid_request", "note must be a string")
-        record = await self._decidable(request, who)
-        return await self._decide(record, lambda a: a.approve(record.id, by=who.user, note=note))
+        record = await self._visible(request, who)
+        return await self._decide(record, lambda a: a.approve(record.id, by=who, note=note))
 
     async def deny(self, request: Request) -> Response:
-        who = self._approver(request)
+        who = self._principal(request)
         body = await _body(request)
         reason = body.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             raise _ApiError(400, "invalid_request", "reason is required: the requester is told why")
-        record = await self._decidable(request, who)
-        return await self._decide(record, lambda a: a.deny(record.id, by=who.user, reason=reason))
+        record = await self._visible(request, who)
+        return await self._decide(record, lambda a: a.deny(record.id, by=who, reason=reason))
 
     # access ---------------------------------------------------------------------
     def _principal(self, request: Request) -> Principal:
@@ -163,25 +176,11 @@ class _ApprovalsApi:
             raise _ApiError(401, "unauthenticated", "authentication required")
         return principal
 
-    def _approver(self, request: Request) -> Principal:
-        who = self._principal(request)
-        if APPROVER_ROLE not in who.roles:
-            raise _ApiError(403, "forbidden", f"deciding needs the role {APPROVER_ROLE!r}")
-        return who
-
     async def _visible(self, request: Request, who: Principal) -> ApprovalRecord:
         approval_id = request.path_params["approval_id"]
         record = await (await self._gate.approvals()).get(approval_id)
-        if record is None or not (ADMIN_ROLE in who.roles or record.tenant == who.tenant):
+        if record is None or not access.check(who, Action.VIEW_APPROVAL, record):
             raise _ApiError(404, "not_found", f"no approval request {approval_id!r}")
-        return record
-
-    async def _decidable(self, request: Request, who: Principal) -> ApprovalRecord:
-        record = await self._visible(request, who)
-        if record.tenant != who.tenant:
-            raise _ApiError(
-                403, "forbidden", f"{record.id} belongs to another tenant; its approvers decide it"
-            )
         return record
 
     async def _decide(
@@ -192,9 +191,12 @@ class _ApprovalsApi:
         try:
             decided = await action(await self._gate.approvals())
         except ApprovalError as exc:
-            status = 404 if exc.code == "unknown" else 400 if exc.code == "invalid" else 409
+            status = _STATUS.get(exc.code, 409)
             raise _ApiError(status, exc.code, str(exc)) from None
         return _json(approval_json(decided))
+
+
+_STATUS = {"unknown": 404, "invalid": 400, "other_tenant": 403, "not_an_approver": 403}
 
 
 def _limit(raw: str | None) -> int:
@@ -225,6 +227,9 @@ async def _body(request: Request) -> dict[str, Any]:
         body = json.loads(raw or b"{}")
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise _ApiError(400, "invalid_request", "the body is not valid JSON") from None
+    except RecursionError:
+        # Small but deeply nested ("[[[[..."): refused like malformed JSON.
+        raise _ApiError(400, "invalid_request", "the body is nested too deeply") from None
     if not isinstance(body, dict):
         raise _ApiError(400, "invalid_request", "the body must be a JSON object")
     return body

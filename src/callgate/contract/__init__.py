@@ -4,8 +4,10 @@ from callgate.contract.annotations import RiskTier, ToolAnnotations, derive_risk
 from callgate.contract.content import Audio, Block, Content, EmbeddedResource, Image, Text
 from callgate.contract.context import (
     LOG_LEVELS,
+    REDACTED,
     LogLevel,
     Principal,
+    Secret,
     ToolContext,
     ToolSink,
     Trusted,
@@ -13,12 +15,14 @@ from callgate.contract.context import (
 )
 from callgate.contract.function import FunctionHandler, spec_from_function
 from callgate.contract.handles import Handle, HandleConflict, HandleKind, Handles, UnknownHandle
+from callgate.contract.identity import InvalidIdentity
 from callgate.contract.naming import InvalidToolName, check_tool_name, qualify
 from callgate.contract.spec import ToolHandler, ToolSpec
 from callgate.contract.toolbox import DuplicateTool, Toolbox, tool
 
 __all__ = [
     "LOG_LEVELS",
+    "REDACTED",
     "Audio",
     "Block",
     "Content",
@@ -30,10 +34,12 @@ __all__ = [
     "HandleKind",
     "Handles",
     "Image",
+    "InvalidIdentity",
     "InvalidToolName",
     "LogLevel",
     "Principal",
     "RiskTier",
+    "Secret",
     "Text",
     "ToolAnnotations",
     "ToolContext",

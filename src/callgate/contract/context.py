@@ -22,6 +22,7 @@ from typing import (
 import anyio.from_thread
 
 from callgate.contract.handles import Handles, HandleStore
+from callgate.contract.identity import canonical, canonical_optional, canonical_set
 from callgate.errors import ConstructionError, ErrorKind, ToolError
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,14 @@ class Principal:
     Set by the server from authentication, never by the model. ``attributes``
     holds further trusted values (project, locale, ...) that tools can receive
     through trusted fields.
+
+    ``user``, ``tenant`` and ``roles`` are kept in their canonical form
+    (stripped, NFKC, case-folded) and ``scopes`` stripped: see
+    :mod:`callgate.contract.identity`.
+
+    Raises:
+        InvalidIdentity: a value is empty, too long or holds control or invisible
+            characters.
     """
 
     user: str
@@ -50,10 +59,12 @@ class Principal:
         roles: Iterable[str] = (),
         attributes: Mapping[str, Any] | None = None,
     ) -> None:
-        object.__setattr__(self, "user", user)
-        object.__setattr__(self, "tenant", tenant)
-        object.__setattr__(self, "scopes", frozenset(scopes))
-        object.__setattr__(self, "roles", frozenset(roles))
+        # Identities are normalized here, once: every comparison downstream
+        # (four eyes, tenant isolation, ownership) relies on the canonical form.
+        object.__setattr__(self, "user", canonical("user", user))
+        object.__setattr__(self, "tenant", canonical_optional("tenant", tenant))
+        object.__setattr__(self, "scopes", canonical_set("scopes", scopes, fold_case=False))
+        object.__setattr__(self, "roles", canonical_set("roles", roles))
         object.__setattr__(self, "attributes", dict(attributes or {}))
 
     def as_cel(self) -> dict[str, Any]:
@@ -78,12 +89,25 @@ class TrustedField:
     """
 
     source: str | None = None
+    secret: bool = False
+    """The value is a credential (an API key, a token): it reaches the tool and
+    nothing else. Wherever a person or a model sees a call's inputs (approval
+    requests in the CLI, the console and MCP elicitations) it reads
+    :data:`REDACTED`, and it is never stored in clear (approvals, previews, audit)."""
 
 
 T = TypeVar("T")
 
 Trusted: TypeAlias = Annotated[T, TrustedField()]
 """``tenant_id: Trusted[str]``: a trusted field filled from the principal."""
+
+Secret: TypeAlias = Annotated[T, TrustedField(secret=True)]
+"""``api_key: Secret[str]``: a trusted field holding a credential, filled from the
+gate's context (``Gate(secrets=...)``, the config's ``[secrets]``) and redacted
+everywhere a person or model could see it."""
+
+REDACTED = "[secret]"
+"""What a secret value reads as wherever inputs are shown or stored."""
 
 
 LogLevel: TypeAlias = Literal[

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.from_thread
 
+from callgate import access
 from callgate.errors import ConstructionError, TransientError
 from callgate.store.base import HandleRecord
 
@@ -164,6 +165,7 @@ class Handles:
 
     def __init__(self, store: HandleStore, principal: Principal) -> None:
         self._store = store
+        self._principal = principal
         self._user = principal.user
         self._tenant = principal.tenant
 
@@ -190,10 +192,10 @@ class Handles:
             UnknownHandle: unknown, expired, of another kind or another caller's.
         """
         record = await self._store.get_handle(handle_id)
-        if record is None or (record.kind, record.user, record.tenant) != (
-            kind.name,
-            self._user,
-            self._tenant,
+        if (
+            record is None
+            or record.kind != kind.name
+            or not access.check(self._principal, access.Action.READ_OWN, record)
         ):
             raise UnknownHandle(kind, handle_id)
         return _handle(record)

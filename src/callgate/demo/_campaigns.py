@@ -164,9 +164,10 @@ class BudgetChangeTools:
             its approval_id, when a human must approve first) and the impact:
             campaign_id, name, status, currency, daily_budget_before,
             daily_budget_after, change (after minus before; negative for a
-            decrease) and increase_pct (the change in percent of the current
-            budget; negative for a decrease). Show the user the before and after
-            amounts and let them confirm before applying.
+            decrease), increase_pct (the change in percent of the current
+            budget; negative for a decrease) and owner (who approves large
+            increases). Show the user the before and after amounts and let them
+            confirm before applying.
         """
         with self._state.transaction():
             campaign = self._active(campaign_id, tenant_id)
@@ -186,6 +187,7 @@ class BudgetChangeTools:
             daily_budget_after=new_daily_budget,
             change=new_daily_budget - before,
             increase_pct=increase_pct(before, new_daily_budget),
+            owner=campaign.owner,
         )
 
     def budget_change_apply(

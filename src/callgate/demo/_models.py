@@ -40,6 +40,10 @@ class BudgetImpact(BaseModel):
         description="The change in percent of the current budget (80.0 is +80%); negative "
         "for a decrease. Rounded away from zero to 2 decimals."
     )
+    owner: str | None = Field(
+        default=None,
+        description="The campaign owner, whose approval an increase of more than 50% needs.",
+    )
 
 
 class BudgetChange(BaseModel):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from callgate.runtime.policy import Policy, Rule
+from callgate.runtime.policy import Approvers, Policy, Rule
 
 BUDGET_INCREASE_APPROVAL_PCT = 50
 """Budget increases of more than this percentage of the current budget need approval."""
@@ -18,8 +18,9 @@ def demo_policy() -> Policy:
       principal without a ``domain`` attribute needs approval for every email
       (fail closed).
     - ``budget-increase-over-50pct``: ``ops.budget_change_apply`` of a preview
-      whose impact raises the daily budget by more than 50% waits for a human
-      (the campaign owner). The approval is filed, and the model told, as soon as
+      whose impact raises the daily budget by more than 50% waits for a human:
+      the campaign owner (``impact.owner``, e.g. bob@acme.example for C-101), and
+      nobody else, may approve it. The approval is filed, and the model told, as soon as
       ``ops.budget_change_preview`` computes the impact.
     - ``rollback-needs-oncall``: ``ops.deploy_rollback`` is refused unless the
       principal has the role ``oncall``. (Another tenant's deployment is refused by
@@ -46,6 +47,8 @@ def demo_policy() -> Policy:
                 name="budget-increase-over-50pct",
                 reason="an increase of more than 50% over the current daily budget needs the "
                 "campaign owner's approval",
+                # Enforced, not only said: the owner named by the preview's impact.
+                approvers=Approvers(owner="impact.owner"),
             ),
             Rule(
                 "deny",

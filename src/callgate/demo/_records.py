@@ -27,6 +27,8 @@ class CampaignRecord:
     channel: Channel
     start_date: date
     end_date: date | None = None
+    owner: str | None = None
+    """The campaign owner's user id: large budget increases need their approval."""
 
 
 @dataclass(kw_only=True, frozen=True)

@@ -22,6 +22,7 @@ CAMPAIGNS: tuple[CampaignRecord, ...] = (
     CampaignRecord(
         id="C-101",
         tenant="acme",
+        owner="bob@acme.example",
         name="Autumn Sale_Search",
         status="active",
         daily_budget=1_200,
@@ -33,6 +34,7 @@ CAMPAIGNS: tuple[CampaignRecord, ...] = (
     CampaignRecord(
         id="C-102",
         tenant="acme",
+        owner="bob@acme.example",
         name="Autumn Sale_Search_Retarget",
         status="active",
         daily_budget=400,
@@ -44,6 +46,7 @@ CAMPAIGNS: tuple[CampaignRecord, ...] = (
     CampaignRecord(
         id="C-103",
         tenant="acme",
+        owner="bob@acme.example",
         name="Autumn Sale_Display",
         status="paused",
         daily_budget=650,
@@ -55,6 +58,7 @@ CAMPAIGNS: tuple[CampaignRecord, ...] = (
     CampaignRecord(
         id="C-104",
         tenant="acme",
+        owner="bob@acme.example",
         name="Brand_Search",
         status="active",
         daily_budget=2_500,
@@ -65,6 +69,7 @@ CAMPAIGNS: tuple[CampaignRecord, ...] = (
     CampaignRecord(
         id="C-105",
         tenant="acme",
+        owner="bob@acme.example",
         name="Summer Clearance_Social",
         status="ended",
         daily_budget=900,
@@ -76,6 +81,7 @@ CAMPAIGNS: tuple[CampaignRecord, ...] = (
     CampaignRecord(
         id="C-106",
         tenant="acme",
+        owner="bob@acme.example",
         name="Holiday Gift Guide_Video",
         status="active",
         daily_budget=3_000,
@@ -87,6 +93,7 @@ CAMPAIGNS: tuple[CampaignRecord, ...] = (
     CampaignRecord(
         id="C-201",
         tenant="globex",
+        owner="gina@globex.example",
         name="Autumn Sale_Search",
         status="active",
         daily_budget=45_000,
@@ -98,6 +105,7 @@ CAMPAIGNS: tuple[CampaignRecord, ...] = (
     CampaignRecord(
         id="C-202",
         tenant="globex",
+        owner="gina@globex.example",
         name="Fleet Services_Search",
         status="active",
         daily_budget=120_000,
@@ -108,6 +116,7 @@ CAMPAIGNS: tuple[CampaignRecord, ...] = (
     CampaignRecord(
         id="C-203",
         tenant="globex",
+        owner="gina@globex.example",
         name="Spring Launch_Display",
         status="paused",
         daily_budget=30_000,

@@ -33,6 +33,7 @@ import mcp_types as types
 from mcp import MCPError
 from pydantic import ValidationError
 
+from callgate import access
 from callgate.contract import Principal
 from callgate.mcp._input import ClientInputSink
 from callgate.runtime.approvals import ApprovalError, effective_state
@@ -127,12 +128,7 @@ class Confirmation:
         return record
 
     def _ours(self, record: ApprovalRecord | None, tool: str) -> bool:
-        return (
-            record is not None
-            and record.tool == tool
-            and record.user == self.principal.user
-            and record.tenant == self.principal.tenant
-        )
+        return record is not None and record.tool == tool and access.owns(self.principal, record)
 
     def answered(self) -> tuple[str, types.ElicitResult] | None:
         """At 2026-07-28: the approval this round answers, and the answer, if any.
@@ -189,13 +185,13 @@ class Confirmation:
         try:
             if answer.action == "accept" and content.get("approve") is True:
                 await approvals.approve(
-                    approval_id, by=self.principal.user, note=note_text or f"confirmed {_VIA}"
+                    approval_id, by=self.principal, note=note_text or f"confirmed {_VIA}"
                 )
                 return "approved"
             if answer.action == "cancel":
                 return "dismissed"
             await approvals.deny(
-                approval_id, by=self.principal.user, reason=note_text or f"declined {_VIA}"
+                approval_id, by=self.principal, reason=note_text or f"declined {_VIA}"
             )
             return "denied"
         except ApprovalError as exc:

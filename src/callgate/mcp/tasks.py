@@ -47,6 +47,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 from starlette.requests import Request
 
+from callgate import access
 from callgate.contract import Principal
 from callgate.contract.context import background_hook
 from callgate.runtime.gate import Gate
@@ -180,8 +181,7 @@ class TaskRunner:
         if (
             record is None
             or record.expires_at <= _now()
-            or record.user != principal.user
-            or record.tenant != principal.tenant
+            or not access.check(principal, access.Action.READ_OWN, record)
         ):
             raise MCPError(types.INVALID_PARAMS, f"Unknown task: {task_id}")
         return record

@@ -22,10 +22,13 @@ import secrets
 from datetime import UTC, datetime
 from typing import Any
 
+from callgate import access
+from callgate.contract import Principal
 from callgate.errors import ErrorKind
+from callgate.runtime import redaction
 from callgate.runtime.call import Call
 from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status
-from callgate.runtime.policy import Effect, Verdict
+from callgate.runtime.policy import Effect, Verdict, activation
 from callgate.store import ApprovalRecord, AuditRecord, Store
 
 
@@ -33,7 +36,8 @@ class ApprovalError(Exception):
     """A decision that cannot be taken.
 
     ``code`` says why, for programs: ``unknown``, ``self_approval``,
-    ``already_decided``, ``expired`` or ``invalid``.
+    ``other_tenant``, ``not_an_approver``, ``already_decided``, ``expired`` or
+    ``invalid``.
     """
 
     def __init__(self, message: str, *, code: str = "invalid") -> None:
@@ -101,13 +105,29 @@ async def file_approval(
     impact: Any = None,
     preview_id: str | None = None,
 ) -> ApprovalRecord:
-    """Store a pending approval (for this call, or for another bound call: a preview's apply)."""
+    """Store a pending approval (for this call, or for another bound call: a preview's apply).
+
+    ``arguments`` are stored as people will see them: secret fields redacted.
+    """
     assert call.spec is not None
     now = datetime.now(UTC)
+    target = call.services.registry.get(tool) if tool else call.spec
+    shown = arguments if arguments is not None else call.full_arguments()
+
+    def variables() -> dict[str, Any]:
+        assert target is not None
+        return activation(
+            target,
+            shown,
+            call.principal,
+            call.session_id,
+            impact=impact if impact is not None else call.impact,
+        )
+
     record = ApprovalRecord(
         id=new_approval_id(),
         tool=tool or call.spec.name,
-        arguments=arguments if arguments is not None else call.full_arguments(),
+        arguments=redaction.redact(shown, call.secret_fields),
         model_arguments=model_arguments if model_arguments is not None else call.arguments,
         args_hash=args_hash or call.args_hash or "",
         user=call.principal.user,
@@ -121,6 +141,7 @@ async def file_approval(
         impact=impact if impact is not None else call.impact,
         preview_id=preview_id or (call.preview.id if call.preview else None),
         approved_by=verdict.approved_by,
+        approvers=list(call.services.policy.approver_sets(verdict, variables)),
     )
     await call.services.store.create_approval(record)
     call.detail["approval_filed"] = record.id
@@ -201,6 +222,7 @@ async def consume(call: Call) -> Envelope | None:
         reason=None,
         rule=call.decision.rule,
         approved_by=record.approved_by if record is not None else "another",
+        approvers=tuple(record.approvers) if record is not None else (),
     )
     return await park(call, verdict, reason=f"approval {approval_id} expired before it was used")
 
@@ -257,80 +279,134 @@ class Approvals:
         return await self._store.get_approval(approval_id)
 
     async def approve(
-        self, approval_id: str, *, by: str, note: str | None = None
+        self, approval_id: str, *, by: Principal, note: str | None = None
     ) -> ApprovalRecord:
-        """Approve a pending request.
+        """Approve a pending request as ``by``.
+
+        Who may decide is :func:`callgate.access.check` (``DECIDE_APPROVAL``): a
+        person of the request's tenant, not the requester (unless its rules let
+        the requester confirm), in every approver set its rules named. A refused
+        attempt is audited too (who tried, on what, why refused).
 
         Raises:
-            ApprovalError: unknown, not pending (decided, used or expired), or the
-                approver is the requester (nobody approves their own request).
+            ApprovalError: unknown, not pending (decided, used or expired), or
+                ``by`` may not decide it (``self_approval``, ``other_tenant``,
+                ``not_an_approver``).
         """
         return await self._decide(approval_id, "approved", by=by, note=note)
 
-    async def deny(self, approval_id: str, *, by: str, reason: str) -> ApprovalRecord:
-        """Deny a pending request; the caller is told ``reason``.
+    async def deny(self, approval_id: str, *, by: Principal, reason: str) -> ApprovalRecord:
+        """Deny a pending request as ``by``; the caller is told ``reason``.
+
+        The same people may deny as may approve (the requester may withdraw a
+        request only where they could confirm it).
 
         Raises:
-            ApprovalError: unknown, or not pending (decided, used or expired).
+            ApprovalError: as :meth:`approve`, or ``invalid`` for an empty reason.
         """
         if not reason.strip():
             raise ApprovalError("a denial needs a reason: the requester is told it", code="invalid")
         return await self._decide(approval_id, "denied", by=by, note=reason)
 
     async def _decide(
-        self, approval_id: str, state: str, *, by: str, note: str | None
+        self, approval_id: str, state: str, *, by: Principal, note: str | None
     ) -> ApprovalRecord:
+        if not isinstance(by, Principal):
+            # A bare name would skip the tenant and role checks: refuse loudly.
+            raise TypeError("approve/deny need the deciding Principal, not a name")
         record = await self._store.get_approval(approval_id)
         if record is None:
             raise ApprovalError(f"no approval request {approval_id!r}", code="unknown")
-        # User ids compare case-insensitively: "Alice" may not approve alice's request,
-        # unless the rule lets the requester confirm it themself.
-        if (
-            state == "approved"
-            and record.approved_by != "requester"
-            and by.casefold() == record.user.casefold()
-        ):
-            raise ApprovalError(
-                f"{by} filed {approval_id} and cannot approve it; another person must",
-                code="self_approval",
-            )
+        verdict = access.check(by, access.Action.DECIDE_APPROVAL, record)
+        if not verdict:
+            await self._refused(record, state, by, verdict.code, verdict.reason)
+            raise ApprovalError(f"{approval_id}: {verdict.reason}", code=verdict.code)
         current = effective_state(record)
         if current != "pending":
-            raise _not_pending(approval_id, current)
+            error = _not_pending(approval_id, current)
+            await self._refused(record, state, by, error.code, str(error))
+            raise error
         now = datetime.now(UTC)
         decided = await self._store.decide_approval(
             approval_id,
             state=state,  # type: ignore[arg-type]
-            decided_by=by,
+            decided_by=by.user,
             note=note,
             at=now,
         )
         if decided is None:
             latest = await self._store.get_approval(approval_id)
-            raise _not_pending(approval_id, effective_state(latest) if latest else "gone")
+            error = _not_pending(approval_id, effective_state(latest) if latest else "gone")
+            await self._refused(record, state, by, error.code, str(error))
+            raise error
         await self._audit.append(
-            AuditRecord(
-                call_id=approval_id,
-                phase="decision",
+            _decision_record(
+                record,
+                by,
                 at=now,
-                trace_id=record.call_id,
-                tool=record.tool,
-                user=by,
-                tenant=record.tenant,
-                session_id=record.session_id,
-                args_hash=record.args_hash,
                 decision=state,
-                decision_reason=note,
-                status="decision",
+                reason=note,
                 outcome=state,
+                detail={"approval_id": approval_id, "parked_call": record.call_id},
+            )
+        )
+        return decided
+
+    async def _refused(
+        self, record: ApprovalRecord, state: str, by: Principal, code: str, reason: str
+    ) -> None:
+        """Audit an attempt to decide that was refused: who tried, on what, why."""
+        await self._audit.append(
+            _decision_record(
+                record,
+                by,
+                at=datetime.now(UTC),
+                decision="refused",
+                reason=reason,
+                outcome=ErrorKind.PERMISSION.value
+                if code in _ACCESS_CODES
+                else ErrorKind.BUSINESS_STATE.value,
                 detail={
-                    "approval_id": approval_id,
-                    "requested_by": record.user,
+                    "approval_id": record.id,
+                    "attempted": "approve" if state == "approved" else "deny",
+                    "refused": code,
+                    "request_tenant": record.tenant,
                     "parked_call": record.call_id,
                 },
             )
         )
-        return decided
+
+
+_ACCESS_CODES = frozenset({"self_approval", "other_tenant", "not_an_approver"})
+
+
+def _decision_record(
+    record: ApprovalRecord,
+    by: Principal,
+    *,
+    at: datetime,
+    decision: str,
+    reason: str | None,
+    outcome: str,
+    detail: dict[str, Any],
+) -> AuditRecord:
+    """A ``decision`` audit record: ``user``/``tenant`` are the decider's own."""
+    return AuditRecord(
+        call_id=record.id,
+        phase="decision",
+        at=at,
+        trace_id=record.call_id,
+        tool=record.tool,
+        user=by.user,
+        tenant=by.tenant,
+        session_id=record.session_id,
+        args_hash=record.args_hash,
+        decision=decision,
+        decision_reason=reason,
+        status="decision",
+        outcome=outcome,
+        detail={"requested_by": record.user, **detail},
+    )
 
 
 def _not_pending(approval_id: str, state: str) -> ApprovalError:
@@ -351,6 +427,8 @@ def approval_json(record: ApprovalRecord) -> dict[str, Any]:
         "reason": record.reason,
         "rule": record.rule,
         "approved_by": record.approved_by,
+        "approvers": record.approvers,
+        "may_decide": access.describe_approvers(record.approvers),
         "requested_by": record.user,
         "tenant": record.tenant,
         "session_id": record.session_id,

@@ -6,8 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from callgate import access
 from callgate.contract import Toolbox, ToolContext
-from callgate.errors import ConstructionError, PermissionDenied
+from callgate.errors import ConstructionError
 from callgate.runtime.approvals import effective_state
 from callgate.runtime.call import Limits
 from callgate.runtime.cursor import BadCursor, Cursor
@@ -68,7 +69,7 @@ def builtin_toolbox(store: Store, limits: Limits, registry: Registry) -> Toolbox
         # looks exactly like an expired result (no hint that it exists).
         if (
             stored is None
-            or (stored.user, stored.tenant) != (principal.user, principal.tenant)
+            or not access.check(principal, access.Action.READ_OWN, stored)
             or (source is not None and not source.scopes <= principal.scopes)
             or not fits(stored.content, parsed)
         ):
@@ -118,15 +119,11 @@ def builtin_toolbox(store: Store, limits: Limits, registry: Registry) -> Toolbox
         """
         record = await store.get_approval(approval_id)
         principal = ctx.principal
-        if record is None or record.tenant != principal.tenant:
+        # Another user's request looks exactly like a missing one.
+        if record is None or not access.check(principal, access.Action.READ_OWN, record):
             raise ConstructionError(
-                f"No approval request {approval_id!r}.",
+                f"No approval request {approval_id!r} of yours.",
                 next_step="Use the approval_id exactly as it was given.",
-            )
-        if record.user != principal.user:
-            raise PermissionDenied(
-                "That approval request was filed by someone else.",
-                next_step="Do not retry; only its requester can follow it up.",
             )
         state = effective_state(record)
         out: dict[str, Any] = {

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from callgate.contract import Principal, ToolSink, ToolSpec
 from callgate.errors import ErrorKind, default_next_step
 from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status, Timing
+from callgate.runtime.redaction import redact
 
 if TYPE_CHECKING:
     from callgate.runtime.services import InFlight, Services
@@ -53,6 +54,9 @@ class Limits:
             raise ValueError("max_result_tokens must be at least 50")
 
 
+_PRINCIPAL_SOURCES = {"tenant_id": "tenant", "tenant": "tenant", "user_id": "user", "user": "user"}
+
+
 def new_id(prefix: str) -> str:
     # 128 random bits like uuid4, at a quarter of the cost (two per call).
     return f"{prefix}_{os.urandom(16).hex()}"
@@ -88,8 +92,13 @@ class Call:
     prepared: Any = None
     injected: dict[str, Any] = field(default_factory=dict)
     dropped_fields: list[str] = field(default_factory=list)
+    secret_fields: frozenset[str] = frozenset()
+    """Trusted fields holding secrets: redacted wherever inputs are kept or shown."""
     args_hash: str | None = None
     decision: Decision | None = None
+    refused_by: str | None = None
+    """The stage that ended the call with an error before policy decided (resolve,
+    authorize, validate, inject): the audit's decision is ``refused:<stage>``."""
     attempts: int = 0
     payload: Any = None
     detail: dict[str, Any] = field(default_factory=dict)
@@ -119,6 +128,31 @@ class Call:
         if self.preview is not None and self.spec is not None and self.spec.change is not None:
             return {**self.preview.arguments, "preview_id": self.preview.id}
         return {**self.arguments, **self.injected}
+
+    def shown_arguments(self) -> dict[str, Any]:
+        """:meth:`full_arguments` as people may see and stores may keep them
+        (secret fields redacted); the argument hash is computed over this form."""
+        return redact(self.full_arguments(), self.secret_fields)
+
+    def trusted_value(self, source: str) -> Any:
+        """The server-side value for a trusted field's ``source``, or None when
+        the caller has none: the principal's tenant, user, scopes, roles or
+        attributes, the session, else the gate's context (secrets included)."""
+        principal = self.principal
+        attr = _PRINCIPAL_SOURCES.get(source)
+        if attr == "tenant":
+            return principal.tenant
+        if attr == "user":
+            return principal.user
+        if source == "scopes":
+            return sorted(principal.scopes)
+        if source == "roles":
+            return sorted(principal.roles)
+        if source == "session_id":
+            return self.session_id
+        if source in principal.attributes:
+            return principal.attributes[source]
+        return self.services.context.get(source)
 
     def envelope(
         self,

@@ -22,9 +22,10 @@ from typing import Any
 
 import anyio
 
+from callgate import access
 from callgate.contract import ToolContext, ToolSpec
 from callgate.errors import ErrorKind, ToolError
-from callgate.runtime import approvals, trifecta
+from callgate.runtime import approvals, redaction, trifecta
 from callgate.runtime.call import Call, hash_json
 from callgate.runtime.envelope import Envelope
 from callgate.runtime.policy import Effect, activation
@@ -50,7 +51,7 @@ async def bind(call: Call) -> Envelope | None:
             f"Unknown preview_id {preview_id!r} for {spec.change.apply_tool}.",
             next_step=f"Use the preview_id exactly as returned. {again}",
         )
-    if record.user != call.principal.user or record.tenant != call.principal.tenant:
+    if not access.owns(call.principal, record):
         return call.fail(
             ErrorKind.PERMISSION,
             "That preview belongs to another user or tenant; a preview can only be applied "
@@ -85,11 +86,24 @@ async def inject_apply(call: Call) -> Envelope | None:
         k: v for k, v in stored.items() if k in performer.input_schema.get("properties", {})
     }
     call.prepared, _ = performer.handler.prepare(model_args)
-    call.injected = {k: stored[k] for k in performer.trusted_fields}
+    call.secret_fields = redaction.secret_fields(performer, call.services.secret_sources)
+    call.injected = previewed_injection(call, performer)
     # The id is the idempotency key: one run per preview, whoever sends it.
     call.idempotency_key = call.preview.id
     call.args_hash = hash_json(apply_arguments(call.preview))
     return None
+
+
+def previewed_injection(call: Call, spec: ToolSpec) -> dict[str, Any]:
+    """The trusted values of ``spec`` for the apply of a preview: as previewed,
+    except secrets, which previews never keep and are injected afresh."""
+    assert call.preview is not None
+    stored = call.preview.arguments
+    secret = redaction.secret_fields(spec, call.services.secret_sources)
+    return {
+        name: call.trusted_value(marker.source or name) if name in secret else stored[name]
+        for name, marker in spec.trusted_fields.items()
+    }
 
 
 async def _run_helper(call: Call, helper: ToolSpec) -> Any:
@@ -100,7 +114,7 @@ async def _run_helper(call: Call, helper: ToolSpec) -> Any:
     kwargs, _ = helper.handler.prepare(
         {k: v for k, v in stored.items() if k in helper.input_schema.get("properties", {})}
     )
-    injected = {k: stored[k] for k in helper.trusted_fields}
+    injected = previewed_injection(call, helper)
     ctx = ToolContext(
         call_id=call.call_id,
         trace_id=call.trace_id,
@@ -160,7 +174,8 @@ async def after_preview(call: Call, impact: Any) -> dict[str, Any]:
     assert apply_spec is not None
     now = datetime.now(UTC)
     preview_id = new_preview_id()
-    arguments = call.full_arguments()
+    # Kept (and hashed) as shown to people: secrets are injected afresh at apply.
+    arguments = call.shown_arguments()
     bound = {**arguments, PREVIEW_ID: preview_id}
     verdict = services.policy.decide(
         apply_spec,

@@ -12,6 +12,7 @@ from typing import Any, Literal, Self
 
 import platformdirs
 
+from callgate import access
 from callgate.contract import Principal, Toolbox, ToolSink, ToolSpec
 from callgate.errors import ErrorKind
 from callgate.runtime import pipeline
@@ -66,6 +67,10 @@ class Gate:
         policy: decides allow / deny / require_approval; allows everything if None.
         limits: timeouts, retries, result size; see ``Limits``.
         context: gate-wide trusted values for trusted fields not set by the principal.
+        secrets: gate-wide trusted values that are credentials (API keys, tokens):
+            like ``context``, but redacted wherever a call's inputs are kept or
+            shown (approvals, previews, elicitations, the audit's detail). Tools
+            receive them through trusted fields (``Secret[str]`` or ``Trusted[str]``).
     """
 
     def __init__(
@@ -76,6 +81,7 @@ class Gate:
         policy: Policy | None = None,
         limits: Limits | None = None,
         context: Mapping[str, Any] | None = None,
+        secrets: Mapping[str, Any] | None = None,
     ) -> None:
         self.store: Store = (
             store
@@ -87,7 +93,11 @@ class Gate:
         self.registry = Registry(toolboxes)
         if self.registry.get(READ_MORE_TOOL) is None:
             self.registry.add(builtin_toolbox(self.store, self.limits, self.registry))
-        self._context = dict(context or {})
+        clash = set(context or {}) & set(secrets or {})
+        if clash:
+            raise ValueError(f"{sorted(clash)} given both as context and as secrets")
+        self._context = {**(context or {}), **(secrets or {})}
+        self._secret_sources = frozenset(secrets or {})
         self._services: Services | None = None
         self._running = 0
         self._idle = asyncio.Event()
@@ -116,6 +126,7 @@ class Gate:
                 policy=self.policy,
                 limits=self.limits,
                 context=self._context,
+                secret_sources=self._secret_sources,
             )
 
     async def aclose(self) -> None:
@@ -357,7 +368,7 @@ class Gate:
         record = await self.store.get_approval(approval_id)
         if record is None:
             raise ApprovalError(f"no approval request {approval_id!r}", code="unknown")
-        if (record.user, record.tenant) != (principal.user, principal.tenant):
+        if not access.check(principal, access.Action.READ_OWN, record):
             raise ApprovalError(
                 f"{approval_id} was filed by another user or tenant", code="unknown"
             )

@@ -30,9 +30,11 @@ Stage = Callable[[Call], Awaitable[Envelope | None]]
 
 STAGES: tuple[Stage, ...] = (
     resolve,  # 1
-    validate,  # 2
-    inject,  # 3
-    authorize,  # 4
+    # Scopes and tenants before anything else: a caller who may not use a tool
+    # learns nothing about its parameters from validation errors.
+    authorize,  # 2
+    validate,  # 3
+    inject,  # 4
     classify,  # 5
     decide,  # 6
     execute,  # 7
@@ -72,6 +74,8 @@ async def _stages(call: Call) -> Envelope:
     for stage in STAGES:
         envelope = await stage(call)
         if envelope is not None:
+            if call.decision is None and envelope.error is not None:
+                call.refused_by = stage.__name__  # the audit says which stage refused
             return envelope
     raise RuntimeError("the shape stage must end the chain")  # pragma: no cover
 

@@ -27,6 +27,7 @@ for optional keys explicitly.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -37,6 +38,7 @@ from typing import Any
 import cel
 
 from callgate.contract import Principal, RiskTier, ToolSpec
+from callgate.contract.identity import InvalidIdentity, canonical, canonical_set
 from callgate.store.base import ApprovedBy
 
 _ARG_REF = re.compile(r"\bargs\.([A-Za-z_][A-Za-z0-9_]*)|\bargs\[\s*[\"']([^\"']+)[\"']\s*\]")
@@ -64,6 +66,98 @@ class PolicyError(ValueError):
 
 
 @dataclass(kw_only=True, frozen=True)
+class Approvers:
+    """Who may approve what a rule requires; any one qualifies.
+
+    Args:
+        roles: holders of any of these roles (of the request's tenant).
+        users: these named users.
+        owner: a CEL expression over the rule's variables naming the resource
+            owner's user id (or a list of them), evaluated when the approval is
+            filed, e.g. ``"impact.owner"`` for a previewed change whose impact
+            says whose campaign it is. If it cannot be evaluated or gives no user,
+            nobody qualifies through it (fail closed) and the approval says why.
+
+    Every approver is also of the request's tenant, and never the requester
+    (unless the rule lets the requester confirm): see :mod:`callgate.access`.
+    """
+
+    roles: frozenset[str] = frozenset()
+    users: frozenset[str] = frozenset()
+    owner: str | None = None
+    _owner_program: Any = field(default=None, repr=False, compare=False)
+
+    def __init__(
+        self,
+        *,
+        roles: Iterable[str] = (),
+        users: Iterable[str] = (),
+        owner: str | None = None,
+    ) -> None:
+        try:
+            role_set = canonical_set("approver roles", roles)
+            user_set = canonical_set("approver users", users)
+        except InvalidIdentity as exc:
+            raise PolicyError(str(exc)) from None
+        if not role_set and not user_set and owner is None:
+            raise PolicyError("approvers name nobody: give roles, users or an owner")
+        program = None
+        if owner is not None:
+            try:
+                program = cel.compile(owner)
+            except (ValueError, RuntimeError) as exc:
+                raise PolicyError(f"approvers owner {owner!r}: invalid CEL: {exc}") from None
+        object.__setattr__(self, "roles", role_set)
+        object.__setattr__(self, "users", user_set)
+        object.__setattr__(self, "owner", owner)
+        object.__setattr__(self, "_owner_program", program)
+
+    @classmethod
+    def parse(cls, value: Approvers | Mapping[str, Any] | None) -> Approvers | None:
+        """From config: ``{roles = [...], users = [...], owner = "impact.owner"}``.
+
+        Raises:
+            PolicyError: unknown keys or wrong types.
+        """
+        if value is None or isinstance(value, Approvers):
+            return value
+        if not isinstance(value, Mapping):
+            raise PolicyError("approvers must be a table with roles, users and/or owner")
+        unknown = set(value) - {"roles", "users", "owner"}
+        if unknown:
+            raise PolicyError(f"approvers: unknown keys {sorted(unknown)}")
+        for key in ("roles", "users"):
+            if not isinstance(value.get(key, []), list | tuple | set | frozenset):
+                raise PolicyError(f"approvers.{key} must be a list of strings")
+        owner = value.get("owner")
+        if owner is not None and not isinstance(owner, str):
+            raise PolicyError("approvers.owner must be a CEL expression (a string)")
+        return cls(roles=value.get("roles", ()), users=value.get("users", ()), owner=owner)
+
+    def resolve(self, rule: str | None, variables: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The set as stored on an approval: the owner evaluated for this call."""
+        out: dict[str, Any] = {
+            "rule": rule,
+            "roles": sorted(self.roles),
+            "users": sorted(self.users),
+        }
+        if self._owner_program is None:
+            return out
+        try:
+            value = self._owner_program.execute(dict(variables or {}))
+            found = [value] if isinstance(value, str) else list(value)
+            owners = sorted({canonical("owner", v) for v in found})
+        except Exception as exc:  # CEL errors, non-string values, invalid identities
+            out["owners"] = []
+            out["unresolved"] = f"the owner ({self.owner}) could not be determined: {exc}"[:300]
+            return out
+        out["owners"] = owners
+        if not owners:
+            out["unresolved"] = f"the owner ({self.owner}) names nobody"
+        return out
+
+
+@dataclass(kw_only=True, frozen=True)
 class Rule:
     """One policy rule. Every given filter must match for the rule to apply.
 
@@ -79,6 +173,11 @@ class Rule:
             ``"requester"`` themself too: a confirmation of the exact inputs, which
             an MCP client can answer through elicitation. When several
             approval rules match, ``"another"`` wins.
+        approvers: for ``require_approval``, which other people may approve
+            (:class:`Approvers`: roles, named users, the resource owner); by
+            default the policy's ``approvers``, else anyone of the request's
+            tenant. When several approval rules match, an approver must satisfy
+            each rule's set.
     """
 
     effect: Effect
@@ -88,6 +187,7 @@ class Rule:
     reason: str | None = None
     name: str | None = None
     approved_by: ApprovedBy = "another"
+    approvers: Approvers | None = None
     _program: Any = field(default=None, repr=False, compare=False)
     _args: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
@@ -101,6 +201,7 @@ class Rule:
         reason: str | None = None,
         name: str | None = None,
         approved_by: ApprovedBy = "another",
+        approvers: Approvers | Mapping[str, Any] | None = None,
     ) -> None:
         if approved_by not in ("another", "requester"):
             raise PolicyError(
@@ -125,6 +226,9 @@ class Rule:
         object.__setattr__(self, "reason", reason)
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "approved_by", approved_by)
+        object.__setattr__(self, "approvers", Approvers.parse(approvers))
+        if self.approvers is not None and eff is not Effect.REQUIRE_APPROVAL:
+            raise PolicyError(f"rule {name or when!r}: approvers apply to require_approval only")
         object.__setattr__(self, "_program", program)
         object.__setattr__(self, "_args", referenced_args(when) if when else frozenset())
 
@@ -179,6 +283,9 @@ class Verdict:
     """Operator-only: why a condition could not be evaluated (never shown to the model)."""
     approved_by: ApprovedBy = "another"
     """For ``require_approval``: who may approve (see :class:`Rule`)."""
+    approvers: tuple[dict[str, Any], ...] = ()
+    """For ``require_approval``: the approver sets of every matching approval rule
+    (or the policy's default), resolved for this call (see :class:`Approvers`)."""
 
     def _rank(self) -> tuple[int, int]:
         # Among approvals, four eyes is stricter than the requester's confirmation.
@@ -191,10 +298,28 @@ class Policy:
 
     rules: tuple[Rule, ...] = ()
     default: Effect = Effect.ALLOW
+    approvers: Approvers | None = None
+    """Who may approve when a rule requiring approval names nobody (the trifecta
+    guard's approvals too); None: anyone of the request's tenant but the requester."""
 
-    def __init__(self, rules: Sequence[Rule] = (), *, default: Effect | str = Effect.ALLOW) -> None:
+    def __init__(
+        self,
+        rules: Sequence[Rule] = (),
+        *,
+        default: Effect | str = Effect.ALLOW,
+        approvers: Approvers | Mapping[str, Any] | None = None,
+    ) -> None:
         object.__setattr__(self, "rules", tuple(rules))
         object.__setattr__(self, "default", Effect(default))
+        object.__setattr__(self, "approvers", Approvers.parse(approvers))
+
+    def approver_sets(
+        self, verdict: Verdict, variables: Callable[[], Mapping[str, Any]]
+    ) -> tuple[dict[str, Any], ...]:
+        """The resolved approver sets for an approval ``verdict`` (its rules' or the default)."""
+        if verdict.approvers or self.approvers is None:
+            return verdict.approvers
+        return (self.approvers.resolve(None, variables() if self.approvers.owner else None),)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Policy:
@@ -215,11 +340,14 @@ class Policy:
                 "reason",
                 "name",
                 "approved_by",
+                "approvers",
             }
             if unknown:
                 raise PolicyError(f"rule #{i + 1}: unknown keys {sorted(unknown)}")
             rules.append(Rule(**raw))
-        return cls(rules, default=data.get("default", Effect.ALLOW))
+        return cls(
+            rules, default=data.get("default", Effect.ALLOW), approvers=data.get("approvers")
+        )
 
     def decide(self, spec: ToolSpec, variables: Callable[[], Mapping[str, Any]]) -> Verdict:
         """The verdict for a call of ``spec``.
@@ -229,6 +357,7 @@ class Policy:
         """
         best: Verdict | None = None
         built: Mapping[str, Any] | None = None
+        approver_sets: list[dict[str, Any]] = []
         for index, rule in enumerate(self.rules):
             if not rule.applies_to(spec):
                 continue
@@ -247,6 +376,10 @@ class Policy:
                 problem = f"condition of {label} could not be evaluated: {exc}"
             if not matched:
                 continue
+            if rule.effect is Effect.REQUIRE_APPROVAL and rule.approvers is not None:
+                if rule.approvers.owner is not None and built is None:
+                    built = variables()
+                approver_sets.append(rule.approvers.resolve(label, built))
             verdict = Verdict(
                 effect=rule.effect,
                 reason=reason,
@@ -258,6 +391,8 @@ class Policy:
                 best = verdict
                 if best.effect is Effect.DENY:
                     break
+        if best is not None and best.effect is Effect.REQUIRE_APPROVAL and approver_sets:
+            best = dataclasses.replace(best, approvers=tuple(approver_sets))
         return best or Verdict(effect=self.default, reason=None, rule=None)
 
 

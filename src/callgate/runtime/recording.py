@@ -6,7 +6,16 @@ from datetime import UTC, datetime
 
 from callgate.runtime.call import Call
 from callgate.runtime.envelope import Envelope, Status
+from callgate.runtime.redaction import scrub
 from callgate.store import AuditPhase, AuditRecord
+
+MAX_REASON_CHARS = 500
+
+
+def _refusal(envelope: Envelope | None) -> str | None:
+    if envelope is None or envelope.error is None:
+        return None
+    return envelope.error.message_for_model[:MAX_REASON_CHARS]
 
 
 def audit_record(call: Call, *, phase: AuditPhase, envelope: Envelope | None = None) -> AuditRecord:
@@ -20,6 +29,11 @@ def audit_record(call: Call, *, phase: AuditPhase, envelope: Envelope | None = N
         is_error = envelope.status is Status.ERROR and envelope.error is not None
         outcome = envelope.error.kind.value if is_error else envelope.status.value  # type: ignore[union-attr]
     detail = dict(call.detail)
+    if call.secret_fields and "exception" in detail:
+        # A tool's exception text may quote what it was given: never a secret.
+        detail["exception"] = scrub(
+            detail["exception"], [str(call.injected.get(name)) for name in call.secret_fields]
+        )
     if envelope is not None and envelope.raw_ref:
         detail["raw_ref"] = envelope.raw_ref
     if envelope is not None and envelope.replayed:
@@ -37,8 +51,12 @@ def audit_record(call: Call, *, phase: AuditPhase, envelope: Envelope | None = N
         contract_hash=spec.contract_hash if spec else None,
         args_hash=call.args_hash,
         risk=spec.risk.value if spec else None,
-        decision=decision.effect if decision else None,
-        decision_reason=decision.reason if decision else None,
+        decision=decision.effect
+        if decision
+        else (f"refused:{call.refused_by}" if call.refused_by else None),
+        decision_reason=decision.reason
+        if decision
+        else (_refusal(envelope) if call.refused_by else None),
         status=status,
         outcome=outcome,
         duration_ms=round(call.elapsed_ms, 3) if envelope is not None else None,

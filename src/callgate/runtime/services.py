@@ -39,6 +39,8 @@ class Services:
     limits: Limits
     context: Mapping[str, Any] = field(default_factory=dict)
     """Gate-wide trusted values (deployment, region, ...) for trusted fields."""
+    secret_sources: frozenset[str] = frozenset()
+    """Keys of ``context`` that hold secrets (see :mod:`callgate.runtime.redaction`)."""
     thread_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(40))
     inflight: dict[str, InFlight] = field(default_factory=dict)
     approval_locks: weakref.WeakValueDictionary[tuple[str, str, str, str | None], asyncio.Lock] = (

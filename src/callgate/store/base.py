@@ -128,6 +128,10 @@ class ApprovalRecord:
     preview_id: str | None = None
     approved_by: ApprovedBy = "another"
     """Who may decide it (the rule's ``approved_by``): see :data:`ApprovedBy`."""
+    approvers: list[dict[str, Any]] = field(default_factory=list)
+    """The approver sets of the rules that required it, resolved when it was filed
+    (``{"rule", "roles", "users", "owners", "unresolved"}``); an approver must be in
+    each. Empty: anyone of its tenant but the requester. See :mod:`callgate.access`."""
     decided_by: str | None = None
     decided_at: datetime | None = None
     note: str | None = None

@@ -506,6 +506,7 @@ def _copy_approval(record: ApprovalRecord) -> ApprovalRecord:
         arguments=_json(record.arguments),
         model_arguments=_json(record.model_arguments),
         impact=_json(record.impact),
+        approvers=_json(record.approvers),
         created_at=_utc(record.created_at),
         expires_at=_utc(record.expires_at),
     )

@@ -161,6 +161,7 @@ approvals = Table(
     Column("impact", JSON(none_as_null=True)),
     Column("preview_id", String),
     Column("approved_by", String, nullable=False, server_default="another"),
+    Column("approvers", JSON, nullable=False, server_default="[]"),
     Column("decided_by", String),
     Column("decided_at", UTCDateTime),
     Column("note", Text),

@@ -1,4 +1,4 @@
-"""Stage 4: check the caller's tenant and scopes on every call, whatever a listing showed."""
+"""Stage 2: check the caller's tenant and scopes on every call, whatever a listing showed."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ async def decide(call: Call) -> Envelope | None:
     verdict = call.services.policy.decide(
         spec,
         lambda: activation(
-            spec, call.full_arguments(), call.principal, call.session_id, impact=call.impact
+            spec, call.shown_arguments(), call.principal, call.session_id, impact=call.impact
         ),
     )
     if verdict.problem:

@@ -1,34 +1,11 @@
-"""Stage 3: set trusted fields from the principal and context, never from the model."""
+"""Stage 4: set trusted fields from the principal and context, never from the model."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from callgate.errors import ErrorKind
-from callgate.runtime import changes
+from callgate.runtime import changes, redaction
 from callgate.runtime.call import Call, hash_json
 from callgate.runtime.envelope import Envelope
-
-_PRINCIPAL_SOURCES = {"tenant_id": "tenant", "tenant": "tenant", "user_id": "user", "user": "user"}
-
-
-def trusted_value(call: Call, source: str) -> Any:
-    """The server-side value for ``source``, or None when the caller has none."""
-    principal = call.principal
-    attr = _PRINCIPAL_SOURCES.get(source)
-    if attr == "tenant":
-        return principal.tenant
-    if attr == "user":
-        return principal.user
-    if source == "scopes":
-        return sorted(principal.scopes)
-    if source == "roles":
-        return sorted(principal.roles)
-    if source == "session_id":
-        return call.session_id
-    if source in principal.attributes:
-        return principal.attributes[source]
-    return call.services.context.get(source)
 
 
 async def inject(call: Call) -> Envelope | None:
@@ -43,7 +20,7 @@ async def inject(call: Call) -> Envelope | None:
         return await changes.inject_apply(call)
     for name, marker in spec.trusted_fields.items():
         source = marker.source or name
-        value = trusted_value(call, source)
+        value = call.trusted_value(source)
         if value is None:
             return call.fail(
                 ErrorKind.PERMISSION,
@@ -54,5 +31,6 @@ async def inject(call: Call) -> Envelope | None:
                 f"a {source.removesuffix('_id')}.",
             )
         call.injected[name] = value
-    call.args_hash = hash_json(call.full_arguments())
+    call.secret_fields = redaction.secret_fields(spec, call.services.secret_sources)
+    call.args_hash = hash_json(call.shown_arguments())
     return None

@@ -1,4 +1,4 @@
-"""Stage 2: validate the model-filled arguments against the tool's contract."""
+"""Stage 3: validate the model-filled arguments against the tool's contract."""
 
 from __future__ import annotations
 
