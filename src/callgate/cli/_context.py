@@ -13,7 +13,7 @@ import hashlib
 import os
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -44,6 +44,7 @@ class Globals:
 
 
 def root_options(ctx: typer.Context) -> Globals:
+    """The root command's options (defaults when a command runs on its own, in tests)."""
     return ctx.obj if isinstance(ctx.obj, Globals) else Globals()
 
 
@@ -113,7 +114,7 @@ def shared_demo_state(store_url: str) -> Iterator[None]:
         os.environ.pop(DEMO_STATE_ENV, None)
 
 
-def demo_state_if(serves_demo: bool, store_url: str) -> Any:
+def demo_state_if(serves_demo: bool, store_url: str) -> AbstractContextManager[None]:
     """:func:`shared_demo_state` when the demo tools are served, else nothing."""
     return shared_demo_state(store_url) if serves_demo else nullcontext()
 

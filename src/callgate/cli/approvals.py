@@ -411,7 +411,8 @@ def _next_step(record: ApprovalRecord) -> str:
     state = effective_state(record)
     requester = record.user
     if state == "pending":
-        return "approve or deny it (callgate approvals approve|deny ID --principal WHO)"
+        tenant = f" --tenant {record.tenant}" if record.tenant else ""
+        return f"approve or deny it (callgate approvals approve|deny {record.id} --principal WHO{tenant})"
     if state == "approved":
         return f"runs once, when {requester} repeats the call (or resumes {record.id})"
     if state == "used":
