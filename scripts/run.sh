@@ -4,6 +4,8 @@
 # demo policy, with a SQLite store created on first use in the user data
 # directory. Extra arguments go to `callgate serve` (e.g. --port 9000, --stdio,
 # --store sqlite:///./callgate.db). `callgate demo` runs a readable tour instead.
+# The extras: postgres for a PostgreSQL store, openai for `callgate run` with
+# --provider openai or openai-compatible (a local model: Ollama, vLLM, llama.cpp).
 set -euo pipefail
-CALLGATE_EXTRAS=postgres source "$(dirname "$0")/_env.sh"
+CALLGATE_EXTRAS=postgres,openai source "$(dirname "$0")/_env.sh"
 exec .venv/bin/callgate serve "$@"

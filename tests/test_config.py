@@ -173,8 +173,8 @@ def test_toolbox_reference_forms(tmp_path: Path) -> None:
 
 def test_unknown_keys_are_rejected_with_their_place(tmp_path: Path) -> None:
     assert (
-        "storee: unknown key (allowed: store, toolboxes, policy, limits, context, secrets)"
-        in bad(tmp_path, 'storee = "x"\n')
+        "storee: unknown key (allowed: store, toolboxes, policy, limits, context, secrets, "
+        "principal)" in bad(tmp_path, 'storee = "x"\n')
     )
     assert "policy.rules[0].whn: unknown key" in bad(
         tmp_path, '[[policy.rules]]\neffect = "deny"\nwhn = "true"\n'
@@ -186,9 +186,10 @@ def test_unknown_keys_are_rejected_with_their_place(tmp_path: Path) -> None:
 
 def test_wrong_values_name_the_key(tmp_path: Path) -> None:
     assert "toolboxes: Input should be a valid list" in bad(tmp_path, 'toolboxes = "x"\n')
-    assert "policy.rules[0].effect: Input should be 'allow', 'deny' or 'require_approval'" in bad(
-        tmp_path, '[[policy.rules]]\neffect = "maybe"\n'
-    )
+    assert (
+        "policy.rules[0].effect: Input should be 'allow', 'deny', 'require_approval' or "
+        "'auto_approve'"
+    ) in bad(tmp_path, '[[policy.rules]]\neffect = "maybe"\n')
     assert "limits.default_timeout: Input should be a valid number" in bad(
         tmp_path, '[limits]\ndefault_timeout = "soon"\n'
     )
@@ -274,4 +275,27 @@ def test_a_rule_says_who_may_approve(tmp_path: Path) -> None:
     assert [rule.approved_by for rule in config.policy.rules] == ["requester", "another"]
     assert "policy.rules[0].approved_by: Input should be 'another' or 'requester'" in bad(
         tmp_path, '[[policy.rules]]\neffect = "require_approval"\napproved_by = "me"\n'
+    )
+
+
+def test_principal_section_loads_and_names_bad_keys(tmp_path: Path) -> None:
+    config = load_config(
+        write(
+            tmp_path,
+            '[principal]\nuser = "alice"\ntenant = "acme"\nroles = ["oncall"]\n'
+            'attributes = { domain = "acme.example" }\n',
+        )
+    )
+
+    assert config.principal.user == "alice"
+    assert config.principal.tenant == "acme"
+    assert config.principal.roles == ("oncall",)
+    assert config.principal.scopes is None  # not set: the command's default applies
+    assert dict(config.principal.attributes) == {"domain": "acme.example"}
+    assert GateConfig().principal.user is None
+    assert "principal.usr: unknown key (allowed: user, tenant, scopes, roles, attributes)" in bad(
+        tmp_path, '[principal]\nusr = "alice"\n'
+    )
+    assert "principal.roles: Input should be a valid list" in bad(
+        tmp_path, '[principal]\nroles = "oncall"\n'
     )

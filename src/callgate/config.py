@@ -1,4 +1,5 @@
-"""The gate's configuration file: tools, policy, limits and trusted context in TOML.
+"""The gate's configuration file: tools, policy, limits, trusted context, secrets
+and the local principal, in TOML.
 
 Example ``callgate.toml``::
 
@@ -24,12 +25,19 @@ Example ``callgate.toml``::
     [secrets]
     ops_api_key = { env = "OPS_API_KEY" }
 
-A toolbox reference is ``module:attr`` or ``path.py:attr``; ``attr`` names a
-``Toolbox``, a list of them, or a zero-argument callable returning either.
-Relative paths (of toolbox files and of a SQLite ``store``) are relative to the
-config file, and modules are imported with the config file's directory first on
-``sys.path``. Where the store comes from, first match wins: the ``--store``
-option, ``$CALLGATE_STORE``, the file's ``store``, the user's data directory.
+    [principal]
+    user = "alice@acme.example"
+    tenant = "acme"
+    roles = ["oncall"]
+
+Every key is described in docs/config.md. A toolbox reference is ``module:attr``
+or ``path.py:attr``; ``attr`` names a ``Toolbox``, a list of them, or a
+zero-argument callable returning either. Relative paths (of toolbox files and of
+a SQLite ``store``) are relative to the config file, and modules are imported
+with the config file's directory first on ``sys.path``. Where the store comes
+from, first match wins: the ``--store`` option, ``$CALLGATE_STORE``, the file's
+``store``, the user's data directory. ``[principal]`` is who ``callgate serve``,
+``run`` and ``call`` act for when their options do not say.
 """
 
 from __future__ import annotations
@@ -52,12 +60,12 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from callgate.contract import Toolbox
+from callgate.contract import Principal, Toolbox
 from callgate.runtime.call import Limits
 from callgate.runtime.gate import STORE_ENV, Gate, default_store_url, store_from_url
 from callgate.runtime.policy import Policy, PolicyError, Rule
 
-__all__ = ["ConfigError", "GateConfig", "default_config", "load_config"]
+__all__ = ["ConfigError", "GateConfig", "PrincipalDefaults", "default_config", "load_config"]
 
 DEMO_TOOLBOXES = "callgate.demo:toolboxes"
 DEMO_POLICY = "callgate.demo:demo_policy"
@@ -83,7 +91,7 @@ class _ApproversFile(BaseModel):
 class _RuleFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    effect: Literal["allow", "deny", "require_approval"]
+    effect: Literal["allow", "deny", "require_approval", "auto_approve"]
     name: str | None = None
     when: str | None = None
     tools: list[str] | None = None
@@ -99,6 +107,16 @@ class _PolicyFile(BaseModel):
     default: Literal["allow", "deny", "require_approval"] = "allow"
     approvers: _ApproversFile | None = None
     rules: list[_RuleFile] = []
+
+
+class _PrincipalFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user: str | None = None
+    tenant: str | None = None
+    scopes: list[str] | None = None
+    roles: list[str] | None = None
+    attributes: dict[str, Any] = {}
 
 
 class _SecretFile(BaseModel):
@@ -117,9 +135,26 @@ class _ConfigFile(BaseModel):
     limits: dict[str, Any] = {}
     context: dict[str, Any] = {}
     secrets: dict[str, _SecretFile] = {}
+    principal: _PrincipalFile = _PrincipalFile()
 
 
 # The loaded configuration ------------------------------------------------------
+@dataclass(kw_only=True, frozen=True)
+class PrincipalDefaults:
+    """Who the CLI's calls are made for when its options do not say (``[principal]``).
+
+    ``None`` means "not set here": the command's own default applies (user
+    ``local``; the demo's tenant with the demo tools; every scope the tools
+    require; no roles).
+    """
+
+    user: str | None = None
+    tenant: str | None = None
+    scopes: tuple[str, ...] | None = None
+    roles: tuple[str, ...] | None = None
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+
+
 @dataclass(kw_only=True, frozen=True)
 class GateConfig:
     """Everything needed to build a :class:`~callgate.Gate`, validated.
@@ -136,6 +171,7 @@ class GateConfig:
         context: gate-wide trusted values.
         secrets: gate-wide trusted values that are credentials: key -> the
             environment variable holding it, read by :meth:`build_gate`.
+        principal: who the CLI acts for unless its options say otherwise.
     """
 
     source: Path | None = None
@@ -145,6 +181,7 @@ class GateConfig:
     limits: Limits = field(default_factory=Limits)
     context: Mapping[str, Any] = field(default_factory=dict)
     secrets: Mapping[str, str] = field(default_factory=dict)
+    principal: PrincipalDefaults = field(default_factory=PrincipalDefaults)
 
     @property
     def label(self) -> str:
@@ -243,6 +280,7 @@ def load_config(path: str | os.PathLike[str]) -> GateConfig:
         limits=_build_limits(parsed.limits, str(source)),
         context=dict(parsed.context),
         secrets={key: secret.env for key, secret in parsed.secrets.items()},
+        principal=_build_principal(parsed.principal, str(source)),
     )
 
 
@@ -270,7 +308,12 @@ def _loc(loc: Sequence[int | str]) -> str:
 
 def _allowed_keys(loc: Sequence[int | str]) -> str:
     """The keys the table holding ``loc`` accepts."""
-    tables: dict[str, type[BaseModel]] = {"policy": _PolicyFile, "rules": _RuleFile}
+    tables: dict[str, type[BaseModel]] = {
+        "policy": _PolicyFile,
+        "rules": _RuleFile,
+        "approvers": _ApproversFile,
+        "principal": _PrincipalFile,
+    }
     model: type[BaseModel] = _ConfigFile
     for part in loc[:-1]:
         if isinstance(part, str):
@@ -322,6 +365,27 @@ def _build_limits(raw: Mapping[str, Any], label: str) -> Limits:
             for err in exc.errors(include_url=False)
         ]
         raise ConfigError(f"{label}: {'; '.join(messages)}") from None
+
+
+def _build_principal(raw: _PrincipalFile, label: str) -> PrincipalDefaults:
+    defaults = PrincipalDefaults(
+        user=raw.user,
+        tenant=raw.tenant,
+        scopes=tuple(raw.scopes) if raw.scopes is not None else None,
+        roles=tuple(raw.roles) if raw.roles is not None else None,
+        attributes=dict(raw.attributes),
+    )
+    try:  # refused now, with the file's name, rather than by the first command
+        Principal(
+            defaults.user if defaults.user is not None else "local",
+            defaults.tenant,
+            scopes=defaults.scopes or (),
+            roles=defaults.roles or (),
+            attributes=defaults.attributes,
+        )
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{label}: principal: {exc}") from None
+    return defaults
 
 
 def _resolve_store(url: str | None, source: Path) -> str | None:

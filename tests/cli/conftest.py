@@ -88,6 +88,10 @@ region = "eu-west-1"
 """
 
 
+CALL_EXIT_CODES = {"ok": 0, "task": 0, "error": 1, "pending_approval": 3, "pending_input": 3}
+"""``callgate call``'s exit code for each Envelope status."""
+
+
 @dataclass(frozen=True)
 class Cli:
     """Runs ``callgate`` in process against one tmp store."""
@@ -101,10 +105,18 @@ class Cli:
             app, list(args), input=input, env={"COLUMNS": "200", **env}, catch_exceptions=False
         )
 
-    def json(self, *args: str, input: str | None = None) -> Any:
+    def json(self, *args: str, input: str | None = None, exit_code: int = 0) -> Any:
+        """The command's JSON output; it must exit with ``exit_code``."""
         result = self(*args, "--json", input=input)
-        assert result.exit_code == 0, result.output
+        assert result.exit_code == exit_code, result.output
         return json.loads(result.stdout)
+
+    def envelope(self, *args: str, input: str | None = None, **env: str) -> Any:
+        """``callgate call ARGS --json``'s Envelope; the exit code must match its status."""
+        result = self(*args, "--json", input=input, **env)
+        envelope = json.loads(result.stdout)
+        assert result.exit_code == CALL_EXIT_CODES[envelope["status"]], result.output
+        return envelope
 
     def shop_config(self, extra: str = "") -> Path:
         (self.tmp_path / "shop_tools.py").write_text(SHOP_TOOLS)

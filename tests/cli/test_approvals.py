@@ -15,7 +15,7 @@ REFUND_500 = '{"order_id": "O-1", "amount": 500}'
 def _refund(cli: Cli, args: str = REFUND_500) -> Any:
     """Run ``shop.refund`` as dan, a cashier of acme; refunds above 100 wait for approval."""
     config = str(cli.shop_config())
-    return cli.json(
+    return cli.envelope(
         *("call", "shop.refund", "--config", config, "--principal", "dan", "--tenant", "acme"),
         *("--scopes", "orders:write", "--roles", "cashier", "--args", args),
     )

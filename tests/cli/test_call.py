@@ -1,4 +1,5 @@
-"""`callgate call`: one governed call, its Envelope as JSON or readable; exit 0 for any Envelope."""
+"""`callgate call`: one governed call, its Envelope as JSON or readable; the exit code
+says how it went (0 ok, 1 an error Envelope, 3 waiting for a human, 2 a CLI error)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def test_ok_call_prints_exactly_one_json_envelope(cli: Cli) -> None:
 def test_malformed_json_arguments_reach_the_gate_and_get_a_construction_error(cli: Cli) -> None:
     result = cli(*FIND, "--args", '{"query": "Autumn', *ALICE_ARGS, "--json")
 
-    assert result.exit_code == 0
+    assert result.exit_code == 1
     envelope = json.loads(result.stdout)
     assert envelope["status"] == "error"
     assert envelope["error"]["kind"] == "construction"
@@ -48,7 +49,7 @@ MAILER_ARGS = (
 )
 
 
-def test_missing_scope_is_a_permission_error_with_exit_code_0(cli: Cli) -> None:
+def test_missing_scope_is_a_permission_error_with_exit_code_1(cli: Cli) -> None:
     result = cli(
         "call",
         "ops.budget_change_preview",
@@ -63,7 +64,7 @@ def test_missing_scope_is_a_permission_error_with_exit_code_0(cli: Cli) -> None:
         "--json",
     )
 
-    assert result.exit_code == 0
+    assert result.exit_code == 1
     envelope = json.loads(result.stdout)
     assert envelope["status"] == "error"
     assert envelope["error"]["kind"] == "permission"
@@ -71,7 +72,9 @@ def test_missing_scope_is_a_permission_error_with_exit_code_0(cli: Cli) -> None:
 
 
 def test_policy_can_park_a_call_as_pending_approval(cli: Cli) -> None:
-    envelope = cli.json("call", "ops.send_email", "--args", EXTERNAL_MAIL, *MAILER_ARGS)
+    envelope = cli.json(
+        "call", "ops.send_email", "--args", EXTERNAL_MAIL, *MAILER_ARGS, exit_code=3
+    )
 
     assert envelope["status"] == "pending_approval"
     assert envelope["decision"]["effect"] == "require_approval"
@@ -97,7 +100,7 @@ def test_readable_ok_output_shows_status_decision_and_payload(cli: Cli) -> None:
 def test_readable_error_output_shows_kind_message_and_next_step(cli: Cli) -> None:
     result = cli(*FIND, "--args", '{"qeury": "Autumn"}', *ALICE_ARGS)
 
-    assert result.exit_code == 0
+    assert result.exit_code == 1
     out = result.stdout
     assert "ops.campaigns_find  error (construction)" in out
     assert "Did you mean 'query'?" in out
@@ -108,7 +111,7 @@ def test_readable_error_output_shows_kind_message_and_next_step(cli: Cli) -> Non
 def test_readable_pending_approval_shows_rule_and_reason(cli: Cli) -> None:
     result = cli("call", "ops.send_email", "--args", EXTERNAL_MAIL, *MAILER_ARGS)
 
-    assert result.exit_code == 0
+    assert result.exit_code == 3
     assert "ops.send_email  pending_approval" in result.stdout
     assert "rule external-email-needs-approval" in result.stdout
     assert "approval request has been filed: apr_" in " ".join(result.stdout.split())
@@ -181,7 +184,7 @@ def test_roles_are_seen_by_policy(cli: Cli) -> None:
     base = ("call", "shop.refund", "--config", config, "--principal", "dan", "--tenant", "acme")
     refund = ("--args", '{"order_id": "O-1", "amount": 20}', "--scopes", "orders:write")
 
-    denied = cli.json(*base, *refund)
+    denied = cli.json(*base, *refund, exit_code=1)
     allowed = cli.json(*base, *refund, "--roles", "cashier,clerk")
 
     assert denied["status"] == "error"
@@ -222,7 +225,7 @@ def test_bad_attr_and_timeout_are_cli_errors(cli: Cli) -> None:
 
 
 def test_unknown_tool_is_an_envelope_not_a_cli_error(cli: Cli) -> None:
-    envelope = cli.json("call", "ops.campaign_find", "--args", "{}", *ALICE_ARGS)
+    envelope = cli.json("call", "ops.campaign_find", "--args", "{}", *ALICE_ARGS, exit_code=1)
 
     assert envelope["error"]["kind"] == "construction"
     assert "Did you mean 'ops.campaigns_find'" in envelope["error"]["message_for_model"]

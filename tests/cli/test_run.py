@@ -161,6 +161,7 @@ async def test_a_run_waits_for_approval_and_resumes_from_the_cli(tmp_path: Path)
         )
     waiting = json.loads(paused.stdout)
     assert waiting["status"] == "waiting_approval", paused.stderr.decode()
+    assert paused.returncode == 3  # waiting for a human
     [approval_id] = waiting["pending_approvals"]
 
     store = ["--store", f"sqlite:///{tmp_path / 'runs.db'}"]
@@ -176,11 +177,28 @@ async def test_a_run_waits_for_approval_and_resumes_from_the_cli(tmp_path: Path)
         )
     finished = json.loads(resumed.stdout)
 
+    assert resumed.returncode == 0
     assert finished["status"] == "completed" and finished["output"] == "Sent."
     assert finished["usage"]["approvals"] == 1
     [request] = fake.requests
     result = request["messages"][-1]
     assert result["role"] == "tool" and '"status": "queued"' in result["content"]
+
+
+async def test_an_unreachable_server_fails_the_run_naming_the_url_tried(tmp_path: Path) -> None:
+    port = _free_port()  # nothing listens there
+    url = f"http://someone:s3cret@127.0.0.1:{port}/v1"
+
+    failed = await callgate_run(
+        tmp_path, "Hi", "--provider", "openai-compatible", "--base-url", url, "--model", "m"
+    )
+    said = failed.stdout.decode() + failed.stderr.decode()
+
+    assert failed.returncode == 1
+    tried = f"http://127.0.0.1:{port}/v1/chat/completions"
+    assert f"could not reach the OpenAI-compatible server at {tried} (connection error)" in said
+    assert "OpenAI API" not in said
+    assert "s3cret" not in said and "someone" not in said
 
 
 async def test_without_a_key_the_error_names_the_variable(tmp_path: Path) -> None:

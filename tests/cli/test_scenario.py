@@ -38,7 +38,10 @@ class Demo:
         return json.loads(result.stdout)
 
     def call(self, tool: str, arguments: dict[str, Any], *scopes: str) -> Any:
-        return self.run("call", tool, "--args", json.dumps(arguments), *ALICE, *scopes)
+        """The Envelope; the exit code must match its status (3 while it waits, 1 on error)."""
+        return self.cli.envelope(
+            "call", tool, "--args", json.dumps(arguments), *ALICE, *scopes, **self.env
+        )
 
     def campaign(self, name: str) -> dict[str, Any]:
         found = self.call("ops.campaigns_find", {"query": name}, *READ)

@@ -30,17 +30,25 @@ def test_tools_json_lists_every_demo_tool_with_its_contract(cli: Cli) -> None:
     assert by_name["callgate.read_more"]["scopes"] == []
 
 
-def test_tools_table_shows_name_risk_scopes_and_summary(cli: Cli) -> None:
+def test_tools_table_shows_name_risk_scopes_and_summary_one_line_each(cli: Cli) -> None:
+    names = [t["name"] for t in cli.json("tools")]
+
     result = cli("tools")
 
     assert result.exit_code == 0
-    row = next(line for line in result.stdout.splitlines() if "ops.budget_change_apply" in line)
-    assert "write_high_risk" in row
-    assert "campaigns:write" in row
-    words = " ".join(result.stdout.split())
-    assert "set by server: tenant_id Find your organization's advertising campaigns" in words
-    assert "Set a campaign's daily budget to the amount shown by its preview" in words
-    assert "callgate.read_more" in result.stdout
+    lines = result.stdout.splitlines()
+    rows = {name: [line for line in lines if line.split()[:1] == [name]] for name in names}
+    assert all(len(found) == 1 for found in rows.values()), rows
+    [apply] = rows["ops.budget_change_apply"]
+    assert apply.split()[1:3] == ["write_high_risk", "campaigns:write"]
+    assert apply.rstrip().endswith(
+        "Set a campaign's daily budget to the amount shown by its preview."
+    )
+    # The table is the title, its header, its rule and one line per tool: no line wraps.
+    assert len([line for line in lines if line.strip()]) == 3 + len(names)
+    [status] = rows["ops.budget_change_status"]
+    assert "Tell whether a change previewed with ops.budget_change_preview was applied" in status
+    assert "Use it after" not in result.stdout  # one sentence, not the whole description
 
 
 def test_trusted_only_hides_tools_of_untrusted_sources(cli: Cli) -> None:
@@ -61,13 +69,19 @@ def test_untrusted_tool_is_classified_as_high_risk_whatever_it_claims(cli: Cli) 
     assert tools["shop.order_get"]["risk"] == "read"
 
 
-def test_narrow_terminal_still_shows_every_fact(cli: Cli) -> None:
-    result = cli("tools", COLUMNS="60")
+def test_narrow_terminal_shows_every_fact_and_cuts_only_summaries(cli: Cli) -> None:
+    result = cli("tools", COLUMNS="100")
 
     assert result.exit_code == 0
-    words = " ".join(result.stdout.split())  # lines may wrap anywhere between words
-    assert (
-        "ops.budget_change_preview read scopes: campaigns:write set by server: tenant_id "
-        "Preview setting one active campaign's daily budget"
-    ) in words
-    assert "…" not in result.stdout
+    lines = result.stdout.splitlines()
+    facts = next(i for i, line in enumerate(lines) if line.startswith("ops.budget_change_preview"))
+    assert lines[facts] == (
+        "ops.budget_change_preview  read  scopes: campaigns:write  set by server: tenant_id"
+    )
+    assert lines[facts + 1] == (
+        "    Preview setting one active campaign's daily budget to an absolute amount."
+    )
+    status = next(i for i, line in enumerate(lines) if line.startswith("ops.budget_change_status"))
+    assert lines[status + 1].endswith("…")  # the summary, cut to the terminal's width
+    assert lines[status + 2].startswith("ops.campaigns_find")
+    assert all(len(line) <= 100 for line in lines)

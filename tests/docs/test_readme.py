@@ -1,30 +1,123 @@
-"""The README's Python example runs as written."""
+"""The README's first ten minutes, as a new user pastes them.
+
+Shell blocks run in one bash each, with ``callgate`` on PATH (as ``source
+.venv/bin/activate`` leaves it) and the store in a temporary directory; Python
+blocks run as scripts. Every fenced block of the README is accounted for here:
+adding one without a test fails ``test_every_block_is_run_or_checked``.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import runpy
+import shlex
+import subprocess
+import sys
+import tomllib
+from collections import Counter
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp import Client
 
-README = Path(__file__).parents[2] / "README.md"
+from callgate.agent.providers import PROVIDERS
+from callgate.demo._seed import DEPLOYMENTS
+
+from ..cli.test_run import callgate_run, fake_openai, text, tool_call
+from .readme import README, ROOT, Step, block, blocks, callgate_bin, commands, run_shell
+
+EXPECTED_BLOCKS = {
+    ("Install", "bash"): 2,
+    ("Your first ten minutes", "bash"): 1,
+    ("Your first ten minutes", "python"): 2,
+    ("A change that needs a human", "bash"): 1,
+    ("Serve your own tools", "python"): 1,
+    ("Serve your own tools", "toml"): 1,
+    ("Serve your own tools", "bash"): 1,
+    ("Serve your own tools", "console"): 1,
+    ("Use it from an MCP host", "console"): 1,
+    ("Use it from an MCP host", "json"): 1,
+    ("Run an agent", "console"): 1,
+}
+"""Each section's blocks, all run or checked by the tests below."""
 
 
-def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+def test_every_block_is_run_or_checked() -> None:
+    found = Counter((b.section, b.lang) for b in blocks() if b.lang)
+    assert dict(found) == EXPECTED_BLOCKS
 
 
-def test_readme_has_a_python_example() -> None:
-    assert python_blocks()
+@pytest.fixture
+def user_env(tmp_path: Path) -> dict[str, str]:
+    """What differs from a user's shell: the store (theirs is in their data directory)."""
+    return {"CALLGATE_STORE": f"sqlite:///{tmp_path / 'callgate.db'}"}
 
 
-def test_first_five_minutes_example_runs(
+def run(section: str, tmp_path: Path, env: dict[str, str], index: int = 0) -> list[Step]:
+    return run_shell(commands(block(section, "bash", index).text), tmp_path, env)
+
+
+# Install --------------------------------------------------------------------------
+def _extras() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return set(project["optional-dependencies"])
+
+
+def test_install_names_what_exists_and_puts_callgate_on_path(
+    tmp_path: Path, user_env: dict[str, str]
+) -> None:
+    setup, other = (commands(block("Install", "bash", i).text) for i in (0, 1))
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+    # No package index has callgate: every install is from the checkout.
+    assert "pip install 'callgate" not in README.read_text()
+    assert setup[0].startswith("bash scripts/run.sh")
+    assert setup[1].startswith("source .venv/bin/activate")  # before any bare `callgate`
+    named = {
+        e for line in other for group in re.findall(r"\[([\w,]+)\]", line) for e in group.split(",")
+    }
+    assert named and named <= _extras()
+    wheel = f"callgate-{project['version']}-py3-none-any.whl"
+    assert f"dist/{wheel}" in other[1] and f"dist/{wheel}[openai]" in other[2]
+    # The rest of the first block runs with what run.sh installed.
+    [demo] = run_shell(setup[2:], tmp_path, user_env)
+    assert demo.exit_code == 0, demo.stderr
+    assert "governed" in demo.stdout
+
+
+def test_run_sh_installs_what_callgate_run_needs_for_a_local_model() -> None:
+    script = (ROOT / "scripts" / "run.sh").read_text()
+    [extras] = re.findall(r"^CALLGATE_EXTRAS=([\w,]+) ", script, flags=re.M)
+
+    assert PROVIDERS["openai-compatible"].extra in extras.split(",")
+    assert set(extras.split(",")) <= _extras()
+
+
+# Your first ten minutes ------------------------------------------------------------
+@pytest.mark.slow
+def test_the_shell_tour_runs(tmp_path: Path, user_env: dict[str, str]) -> None:
+    steps = run("Your first ten minutes", tmp_path, user_env)
+
+    assert [s.exit_code for s in steps] == [0, 0, 0, 0, 1, 0, 0], [s.stderr for s in steps]
+    tools, tools_json, find, status, refused, rolled_back, audit = (s.stdout for s in steps)
+    names = [t["name"] for t in json.loads(tools_json)]
+    assert all(sum(line.split()[:1] == [n] for line in tools.splitlines()) == 1 for n in names)
+    assert "Autumn Sale_Search_Retarget" in find
+    assert '"state": "failed"' in status
+    assert "only on-call engineers (role 'oncall')" in " ".join(refused.split())
+    assert '"to_version": "1.7.5"' in rolled_back
+    assert "ops.deploy_rollback" in audit and "local (acme)" in audit
+
+
+def test_the_python_example_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
     script = tmp_path / "example.py"
-    script.write_text(python_blocks()[0])
+    script.write_text(block("Your first ten minutes", "python").text)
     runpy.run_path(str(script), run_name="__main__")
     out = capsys.readouterr().out
     assert "dict_keys(['deploy_id'])" in out
@@ -35,35 +128,149 @@ def test_first_five_minutes_example_runs(
     assert (tmp_path / "callgate-readme.db").exists()
 
 
-def shell_commands() -> list[str]:
-    """The ``callgate ...`` lines of the README's shell examples (comments removed)."""
-    commands = []
-    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S):
-        joined = block.replace("\\\n", " ")
-        for line in joined.splitlines():
-            line = line.split("  #", 1)[0].strip()
-            if line.startswith("callgate "):
-                commands.append(line)
-    return commands
+@pytest.mark.slow
+def test_the_synchronous_example_prints_and_exits(tmp_path: Path) -> None:
+    script = tmp_path / "sync_example.py"
+    script.write_text(block("Your first ten minutes", "python", 1).text)
+
+    # It must end by itself: the bound only stops a hang.
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert (done.returncode, done.stdout, done.stderr) == (0, "5\n", "")
 
 
-def test_readme_shell_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import shlex
+# A change that needs a human ---------------------------------------------------------
+@pytest.mark.slow
+def test_the_approval_story_runs(tmp_path: Path, user_env: dict[str, str]) -> None:
+    steps = run("A change that needs a human", tmp_path, user_env)
 
-    from typer.testing import CliRunner
+    codes = [s.exit_code for s in steps]
+    assert codes == [0, 0, 0, 0, 3, 0, 0, 0, 0, 0], [(s.command, s.stderr) for s in steps]
+    find, _, _, _, parked, shown, approved, applied, status, audit = (s.stdout for s in steps)
+    assert "Autumn Sale_Search_Retarget" in find
+    assert "An approval request has been filed: apr_" in " ".join(parked.split())
+    assert '"daily_budget_after": 2160' in shown
+    assert re.search(r"approvals approve\|deny apr_\w+ --principal WHO --tenant acme", shown)
+    assert "approved apr_" in approved
+    assert "approved by bob@acme.example: Q4 push agreed" in applied
+    assert '"state": "applied"' in status
+    assert "bob@acme.example (acme)" in audit
 
-    from callgate.cli.app import app
 
-    monkeypatch.setenv("CALLGATE_STORE", f"sqlite:///{tmp_path / 'readme.db'}")
-    commands = shell_commands()
-    assert len(commands) >= 5
-    runner = CliRunner()
-    outputs = []
-    for command in commands:
-        result = runner.invoke(app, shlex.split(command)[1:])
-        assert result.exit_code == 0, (command, result.output)
-        outputs.append(result.output)
-    assert "ops.campaigns_find" in outputs[0]
-    assert "Autumn Sale_Search_Retarget" in outputs[2]
-    assert '"kind": "permission"' in outputs[3]
-    assert "ops.deploy_rollback" in outputs[4]
+# Serve your own tools ----------------------------------------------------------------
+def _shop(tmp_path: Path) -> tuple[list[str], str]:
+    """The section's files written where the user saves them; its commands."""
+    tools = block("Serve your own tools", "python")
+    config = block("Serve your own tools", "toml")
+    assert "`my_tools.py`" in tools.before and "`callgate.toml`" in config.before
+    (tmp_path / "my_tools.py").write_text(tools.text)
+    (tmp_path / "callgate.toml").write_text(config.text)
+    lines = commands(block("Serve your own tools", "bash").text)
+    [serve] = [line for line in lines if line.startswith("callgate serve")]
+    return [line for line in lines if line != serve], serve
+
+
+@pytest.mark.slow
+def test_your_own_tools_from_the_shell(tmp_path: Path) -> None:
+    lines, _ = _shop(tmp_path)
+
+    tools, status, cancel = run_shell(lines, tmp_path, {})
+
+    assert tools.exit_code == 0 and "shop.order_cancel" in tools.stdout
+    assert status.exit_code == 0
+    assert '"status": "shipped"' in status.stdout and '"tenant": "acme"' in status.stdout
+    assert cancel.exit_code == 3 and "pending_approval" in cancel.stdout
+    assert (tmp_path / "shop.db").is_file()  # the config's store, beside it
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_your_own_tools_over_mcp(tmp_path: Path) -> None:
+    _, serve = _shop(tmp_path)
+    expected = commands(block("Serve your own tools", "console").text)
+    command = [str(callgate_bin() / "callgate"), *shlex.split(serve.split("#")[0])[1:]]
+
+    process = await anyio.open_process([*command, "--port", "0"], cwd=tmp_path)
+    try:
+        assert process.stderr is not None
+        said = ""
+        with anyio.fail_after(30):
+            async for chunk in process.stderr:
+                said += chunk.decode()
+                if "serving MCP at " in said and said.endswith("\n"):
+                    break
+        lines = said.splitlines()
+        url = lines[-1].split("serving MCP at ", 1)[1]
+        with anyio.fail_after(30):
+            async with Client(url, mode="legacy") as client:
+                names = {t.name for t in (await client.list_tools()).tools}
+                result = await client.call_tool("shop.order_status", {"order_id": "O-1"})
+    finally:
+        process.terminate()
+        with anyio.fail_after(15):
+            await process.wait()
+        await process.aclose()
+
+    assert lines[0] == f"callgate: store: sqlite:///{tmp_path / 'shop.db'}"
+    assert lines[1:3] == expected[1:3]  # the principal and the toolboxes, as the README says
+    assert {"shop.order_status", "shop.order_cancel"} <= names
+    assert result.structured_content == {"order_id": "O-1", "status": "shipped", "tenant": "acme"}
+
+
+# Use it from an MCP host ---------------------------------------------------------------
+@pytest.mark.slow
+def test_a_host_config_says_where_the_store_is_and_serve_reports_it(tmp_path: Path) -> None:
+    host = json.loads(block("Use it from an MCP host", "json").text)["mcpServers"]["callgate"]
+    [claude] = commands(block("Use it from an MCP host", "console").text)
+    store = f"sqlite:///{tmp_path / 'host.db'}"
+
+    assert host["command"].endswith("/.venv/bin/callgate")
+    assert host["args"][:2] == ["serve", "--stdio"]
+    assert "CALLGATE_STORE" in host["env"]
+    assert "-e CALLGATE_STORE=" in claude and claude.endswith("/.venv/bin/callgate serve --stdio")
+    # What the host then runs (stdin closed: the client is gone at once).
+    done = subprocess.run(
+        [str(callgate_bin() / "callgate"), "serve", "--stdio"],
+        env={**os.environ, "CALLGATE_STORE": store},
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[0] == f"callgate: store: {store}"
+    assert done.stdout == ""  # stdout is the protocol's
+
+
+# Run an agent --------------------------------------------------------------------------
+def test_every_deployment_the_readme_names_exists_in_the_demo() -> None:
+    named = set(re.findall(r"\bD-\d+\b", README.read_text()))
+    assert named and named <= {d.id for d in DEPLOYMENTS}
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_agent_examples_run(tmp_path: Path) -> None:
+    local, _, anthropic, _ = (
+        line.removeprefix("$ ") for line in commands(block("Run an agent", "console").text)
+    )
+    turns = [tool_call("deploy_status", {"deploy_id": "D-1"}), text("D-1 is running.")]
+
+    async with fake_openai(turns) as (url, _):
+        args = shlex.split(local.replace("http://127.0.0.1:11434/v1", url))
+        answered = await callgate_run(tmp_path, *args[2:])
+    without_key = await callgate_run(tmp_path, *shlex.split(anthropic)[2:])
+
+    assert answered.returncode == 0, answered.stderr.decode()
+    assert "D-1 is running." in answered.stdout.decode()
+    assert without_key.returncode == 2
+    assert "set the environment variable ANTHROPIC_API_KEY" in without_key.stderr.decode()

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from callgate.agent._openai_schema import StrictSchema, loose_schema, strict_schema
 from callgate.agent.messages import (
@@ -96,12 +97,22 @@ class OpenAIModelBase:
 
 def model_error(error: openai.APIError, *, api_key: str | None, compatible: bool) -> ModelError:
     """``error`` as the loop sees it: retryable for rate limits, overload, 5xx,
-    timeouts and connection errors; the text never holds the key."""
+    timeouts and connection errors; the text never holds the key.
+
+    The URL that was tried (without credentials, query or fragment) is named when
+    the server could not be reached or did not answer in time, and in every error
+    of an OpenAI-compatible server: the user chose that URL, and a typo in it is
+    the usual reason.
+    """
     status: int | None = None
+    url = _request_url(error)
+    api = "OpenAI-compatible server" if compatible else "OpenAI API"
+    at = f" at {url}" if url else ""
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
         code, detail = _error_body(error.body)
-        message = f"OpenAI API error {status}" + (f" ({code})" if code else "")
+        message = f"{api} error {status}" + (f" ({code})" if code else "")
+        message += at if compatible else ""
         if status == 401:
             # The API's text quotes the key it refused (masked, but still part of it).
             message += ": authentication failed; check the API key"
@@ -111,14 +122,28 @@ def model_error(error: openai.APIError, *, api_key: str | None, compatible: bool
         # The SDK's own retry policy: request timeout, lock timeout, rate limit, 5xx.
         retryable = status in (408, 409, 429) or status >= 500
     elif isinstance(error, openai.APITimeoutError):
-        message, retryable = "OpenAI API request timed out", True
+        message, retryable = f"{api} request{at} timed out", True
     elif isinstance(error, openai.APIConnectionError):
-        message, retryable = "could not reach the OpenAI API (connection error)", True
+        message, retryable = f"could not reach the {api}{at} (connection error)", True
     else:  # a response the SDK could not read
-        message, retryable = f"OpenAI API error: {error.message}", False
+        message, retryable = f"{api} error: {error.message}", False
     if api_key:
         message = message.replace(api_key, "[redacted]")
     return ModelError(_KEY_TEXT.sub("[redacted]", message), retryable=retryable, status=status)
+
+
+def _request_url(error: openai.APIError) -> str | None:
+    """The URL ``error``'s request went to, without credentials, query or fragment."""
+    request = getattr(error, "request", None)
+    raw = getattr(request, "url", None)
+    if raw is None:
+        return None
+    parts = urlsplit(str(raw))
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _error_body(body: object) -> tuple[str | None, str | None]:

@@ -1,9 +1,15 @@
-"""Plumbing shared by the commands: input parsing, stores, and the CLI's own errors.
+"""Plumbing shared by the commands: input parsing, stores, exit codes and the CLI's errors.
 
-The CLI distinguishes two kinds of failure. Whatever a tool call produces is an
-Envelope and is printed, exit code 0. When the CLI itself cannot run (bad
-config, unreachable store, unreadable ``--args`` file), it prints one line to
-stderr and exits with :data:`EXIT_CLI_ERROR`.
+Exit codes, the same for every command:
+
+- 0 (:data:`EXIT_OK`): done; a call's Envelope is ok (or a task was started), a
+  run completed.
+- 1 (:data:`EXIT_FAILED`): what was asked failed: a call's Envelope is an
+  error, a run failed or was stopped by a limit. The output says why.
+- 2 (:data:`EXIT_CLI_ERROR`): the CLI itself could not run (bad option or
+  config, unreachable store, unreadable ``--args`` file): one line on stderr.
+- 3 (:data:`EXIT_WAITING`): nothing failed, but it waits for a human: a call
+  parked for approval or input, a run waiting for an approval.
 """
 
 from __future__ import annotations
@@ -21,10 +27,13 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from callgate.config import ConfigError
-from callgate.contract import InvalidIdentity, Principal
+from callgate.contract import InvalidIdentity
 from callgate.runtime.gate import Gate
 
+EXIT_OK = 0
+EXIT_FAILED = 1
 EXIT_CLI_ERROR = 2
+EXIT_WAITING = 3
 
 
 class CliError(Exception):
@@ -53,47 +62,6 @@ StoreOnlyConfigOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a readable form.")]
-
-DEMO_TENANT = "acme"
-"""The tenant of the local principal when the demo tools are served."""
-
-LocalUserOption = Annotated[
-    str, typer.Option("--principal", metavar="USER", help="The user every call is made for.")
-]
-LocalTenantOption = Annotated[
-    str | None,
-    typer.Option(
-        "--tenant",
-        metavar="TENANT",
-        help=f"The principal's tenant; default: {DEMO_TENANT} for the demo, none otherwise.",
-        show_default=False,
-    ),
-]
-LocalScopesOption = Annotated[
-    str | None,
-    typer.Option(
-        "--scopes",
-        metavar="a,b",
-        help="The principal's scopes; default: every scope the tools require.",
-        show_default=False,
-    ),
-]
-
-
-def local_principal(
-    gate: Gate, user: str, tenant: str | None, scopes: str | None, *, demo: bool
-) -> Principal:
-    """The one local principal of ``callgate serve`` and ``callgate run`` (no
-    authentication yet): every scope the gate's tools require unless ``scopes``
-    says otherwise, and the demo's tenant when the demo tools are served."""
-    scope_set = (
-        split_list(scopes)
-        if scopes is not None
-        else {scope for spec in gate.tools() for scope in spec.scopes}
-    )
-    return Principal(
-        user, tenant if tenant is not None else (DEMO_TENANT if demo else None), scopes=scope_set
-    )
 
 
 def fail(message: str) -> NoReturn:

@@ -180,7 +180,7 @@ def approve(
     store: StoreOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Approve a pending request (not your own). The call runs when its caller repeats it."""
+    """Approve a pending request (not your own); the call runs when its caller repeats it."""
     with cli_errors():
         gate = _gate(ctx, store, config)
         by = _decider(principal, tenant, roles)
@@ -411,7 +411,8 @@ def _next_step(record: ApprovalRecord) -> str:
     state = effective_state(record)
     requester = record.user
     if state == "pending":
-        return "approve or deny it (callgate approvals approve|deny ID --principal WHO)"
+        tenant = f" --tenant {record.tenant}" if record.tenant else ""
+        return f"approve or deny it (callgate approvals approve|deny {record.id} --principal WHO{tenant})"
     if state == "approved":
         return f"runs once, when {requester} repeats the call (or resumes {record.id})"
     if state == "used":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC
 
@@ -35,10 +36,18 @@ def _fits(out: Console, table: Table) -> bool:
 
 
 def print_tools(out: Console, specs: Sequence[ToolSpec]) -> None:
-    """The tools table if it fits the console, else two lines per tool."""
-    table = tools_table(specs)
-    if _fits(out, table):
-        out.print(table)
+    """One line per tool: the table if its facts fit the console, else a line of
+    facts and a line of summary per tool.
+
+    Name, risk, scopes and server-set fields are never cut; the summary (the
+    description's first sentence) is cut to the console's width with "…" (the
+    whole description is in ``callgate tools --json``).
+    """
+    facts = tools_table(specs, summary_width=None)
+    room = out.width - Measurement.get(out, out.options.update_width(10_000), facts).maximum
+    # The summary column costs its separator (1) and is worth showing from 20.
+    if room - 1 >= 20:
+        out.print(tools_table(specs, summary_width=room - 1))
         return
     out.print(Text(f"{len(specs)} tools", style="italic"))
     for spec in specs:
@@ -48,26 +57,45 @@ def print_tools(out: Console, specs: Sequence[ToolSpec]) -> None:
         if spec.trusted_fields:
             line.append(f"  set by server: {', '.join(sorted(spec.trusted_fields))}")
         out.print(line)
-        out.print(Text(f"    {spec.summary}", style="dim"))
+        summary = Text(f"    {one_line(spec)}", style="dim", no_wrap=True, overflow="ellipsis")
+        out.print(summary, no_wrap=True, overflow="ellipsis")
 
 
-def tools_table(specs: Sequence[ToolSpec]) -> Table:
-    """Name, risk tier, scopes, server-set fields and summary of each tool."""
-    table = Table(title=f"{len(specs)} tools", title_justify="left")
-    table.add_column("tool", style="bold", overflow="fold")
-    table.add_column("risk", overflow="fold")
-    table.add_column("scopes", overflow="fold")
-    table.add_column("set by server", overflow="fold")
-    table.add_column("description", overflow="fold")
+def one_line(spec: ToolSpec) -> str:
+    """The first sentence of ``spec``'s description (a period followed by a space or
+    the end; ``ops.deploy_status`` is no sentence end)."""
+    summary = spec.summary
+    match = re.match(r"(.+?[.!?])(?:\s|$)", summary)
+    return match.group(1) if match else summary
+
+
+def tools_table(specs: Sequence[ToolSpec], *, summary_width: int | None = 60) -> Table:
+    """Name, risk tier, scopes, server-set fields and summary of each tool, one line
+    each; with ``summary_width`` None, without the summary."""
+    table = Table(
+        title=f"{len(specs)} tools",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        collapse_padding=True,
+        pad_edge=False,
+    )
+    table.add_column("tool", style="bold", no_wrap=True)
+    table.add_column("risk", no_wrap=True)
+    table.add_column("scopes", no_wrap=True)
+    table.add_column("set by server", no_wrap=True)
+    if summary_width is not None:
+        table.add_column("summary", no_wrap=True, overflow="ellipsis", max_width=summary_width)
     for spec in specs:
         risk = spec.risk.value
-        table.add_row(
+        cells: list[str | Text] = [
             spec.name,
             Text(risk, style=RISK_STYLES.get(risk, "")),
             ", ".join(sorted(spec.scopes)) or "-",
             ", ".join(sorted(spec.trusted_fields)) or "-",
-            spec.summary,
-        )
+        ]
+        if summary_width is not None:
+            cells.append(one_line(spec))
+        table.add_row(*cells)
     return table
 
 

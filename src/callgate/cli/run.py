@@ -1,11 +1,16 @@
-"""``callgate run``: the agent loop against the configured tools, streamed as it goes."""
+"""``callgate run``: the agent loop against the configured tools, streamed as it goes.
+
+Exit code: 0 the run completed, 1 it failed (the model could not be reached or
+refused the request) or a limit stopped it, 3 it waits for an approval (resume
+it with ``--resume``), 2 the CLI could not run.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from contextlib import nullcontext
-from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
@@ -13,23 +18,43 @@ from rich.console import Console
 from rich.text import Text
 
 from callgate.agent.loop import Agent, RunEvent, RunLimits, RunResult
+from callgate.agent.messages import ModelRequest, ModelResponse
 from callgate.agent.model import Model
 from callgate.agent.providers import PROVIDERS, MissingCredentials, make_model
 from callgate.cli._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_WAITING,
     CliError,
     JsonOption,
-    LocalScopesOption,
-    LocalTenantOption,
-    LocalUserOption,
     StoreOption,
     cli_errors,
     console,
-    local_principal,
     opened,
     print_json,
 )
+from callgate.cli._context import (
+    ConfigOption,
+    RolesOption,
+    ScopesOption,
+    TenantOption,
+    UserOption,
+    config_path,
+    demo_state_if,
+    load,
+    local_principal,
+    store_option,
+)
 from callgate.contract import Principal
 from callgate.runtime.gate import Gate
+
+EXIT_CODES = {
+    "completed": EXIT_OK,
+    "waiting_approval": EXIT_WAITING,
+    "failed": EXIT_FAILED,
+    "stopped": EXIT_FAILED,
+}
+"""The exit code of ``callgate run`` for each way a run ends."""
 
 
 def _short(value: Any, limit: int = 300) -> str:
@@ -60,6 +85,28 @@ class _Printer:
             out.print(Text("done   ", style="bold green") + Text(event.text))
         else:
             out.print(Text(f"{event.kind:<7}", style="bold red") + Text(event.text))
+
+
+class _Waiting:
+    """The model, with a spinner on the terminal while a request waits for its answer
+    (a local model may take a minute to answer)."""
+
+    def __init__(self, model: Model, out: Console) -> None:
+        self._model = model
+        self._out = out
+        self.name = model.name
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        with self._status():
+            return await self._model.request(request)
+
+    @contextmanager
+    def _status(self) -> Iterator[None]:
+        if not self._out.is_interactive:
+            yield
+            return
+        with self._out.status(f"waiting for {self.name}…", spinner="dots"):
+            yield
 
 
 def _summary(out: Console, result: RunResult) -> None:
@@ -131,42 +178,67 @@ def run(
     system: Annotated[
         str | None, typer.Option("--system", metavar="TEXT", help="The system prompt.")
     ] = None,
-    principal: LocalUserOption = "local",
-    tenant: LocalTenantOption = None,
-    scopes: LocalScopesOption = None,
-    max_turns: Annotated[int, typer.Option("--max-turns", min=1)] = 20,
-    max_tool_calls: Annotated[int, typer.Option("--max-tool-calls", min=1)] = 100,
+    principal: UserOption = None,
+    tenant: TenantOption = None,
+    scopes: ScopesOption = None,
+    roles: RolesOption = None,
+    max_turns: Annotated[
+        int,
+        typer.Option(
+            "--max-turns",
+            min=1,
+            metavar="N",
+            help="Model requests per run; the run stops (exit code 1) when it reaches them.",
+        ),
+    ] = 20,
+    max_tool_calls: Annotated[
+        int,
+        typer.Option(
+            "--max-tool-calls",
+            min=1,
+            metavar="N",
+            help="Tool calls per run; a turn that would pass it is not run, and the run stops.",
+        ),
+    ] = 100,
     max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", min=1, help="Model tokens per run.")
+        int | None,
+        typer.Option(
+            "--max-tokens",
+            min=1,
+            metavar="N",
+            help="Model tokens (input and output) per run; default: no limit.",
+            show_default=False,
+        ),
     ] = None,
-    wall_time: Annotated[float, typer.Option("--wall-time", min=0.001, metavar="SECONDS")] = 600.0,
+    wall_time: Annotated[
+        float,
+        typer.Option(
+            "--wall-time",
+            min=0.001,
+            metavar="SECONDS",
+            help="Seconds of activity per run (waiting for an approval does not count).",
+        ),
+    ] = 600.0,
     sequential: Annotated[
         bool, typer.Option("--sequential", help="Run every call alone, reads included.")
     ] = False,
     as_json: JsonOption = False,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            "-c",
-            metavar="FILE",
-            help="TOML config file (toolboxes, policy, limits); default: the demo tools.",
-            show_default=False,
-        ),
-    ] = None,
+    config: ConfigOption = None,
     store: StoreOption = None,
 ) -> None:
-    """Let a model work with the tools: every call it proposes goes through the governed
-    chain. Streams the model's text, each call and its result, approvals awaited, the
-    answer and what the run used."""
-    from callgate.cli.app import _config, _globals, _shared_demo_state, _store
+    """Let a model work with the tools, every call through the governed chain.
 
+    Streams the model's text, each call it proposes and its result, approvals
+    awaited, the answer and what the run used. Exit code: 0 the run completed,
+    1 it failed or a limit stopped it, 3 it waits for an approval (then
+    --resume RUN_ID), 2 the CLI could not run.
+    """
     with cli_errors():
         if (prompt is None) == (resume is None):
             raise CliError("give a PROMPT, or --resume RUN_ID (not both)")
-        cfg = _config(ctx, config)
-        serves_demo = (config or _globals(ctx).config) is None
-        store_url = cfg.store_url(_store(ctx, store))
+        cfg = load(ctx, config)
+        serves_demo = config_path(ctx, config) is None
+        store = store_option(ctx, store)
         limits = RunLimits(
             max_turns=max_turns,
             max_tool_calls=max_tool_calls,
@@ -174,9 +246,17 @@ def run(
             wall_time=wall_time,
             concurrent_reads=not sequential,
         )
-        with _shared_demo_state(store_url) if serves_demo else nullcontext():
-            gate = cfg.build_gate(store_url)
-            who = local_principal(gate, principal, tenant, scopes, demo=serves_demo)
+        with demo_state_if(serves_demo, cfg.store_url(store)):
+            gate = cfg.build_gate(store)
+            who = local_principal(
+                gate,
+                cfg,
+                user=principal,
+                tenant=tenant,
+                scopes=scopes,
+                roles=roles,
+                demo=serves_demo,
+            )
             out = console()
             result = asyncio.run(
                 _run(
@@ -190,12 +270,14 @@ def run(
                     system=system,
                     limits=limits,
                     on_event=None if as_json else _Printer(out),
+                    progress=Console(stderr=True, highlight=False),
                 )
             )
     if as_json:
         print_json(_result_json(result))
-        return
-    _summary(out, result)
+    else:
+        _summary(out, result)
+    raise typer.Exit(EXIT_CODES.get(result.status, EXIT_FAILED))
 
 
 async def _stored_model(gate: Gate, run_id: str) -> tuple[str, str]:
@@ -214,8 +296,15 @@ def _model(provider: str | None, model: str | None, base_url: str | None) -> Mod
         raise CliError("give --provider and --model (e.g. --provider anthropic --model NAME)")
     try:
         return make_model(provider, model, base_url=base_url)
-    except (MissingCredentials, ValueError, ImportError) as exc:
+    except (MissingCredentials, ValueError) as exc:
         raise CliError(str(exc)) from None
+    except ImportError:
+        extra = PROVIDERS[provider].extra
+        raise CliError(
+            f"--provider {provider} needs callgate's extra {extra!r} (its SDK), which is not "
+            f"installed: in the callgate checkout, run .venv/bin/python -m pip install -e "
+            f"'.[{extra}]' (see the README's Install)"
+        ) from None
 
 
 async def _run(
@@ -230,6 +319,7 @@ async def _run(
     system: str | None,
     limits: RunLimits,
     on_event: Any,
+    progress: Console,
 ) -> RunResult:
     async with opened(gate):
         if resume is not None and (provider is None or model is None):
@@ -238,7 +328,7 @@ async def _run(
             model = model or stored_model
         agent = Agent(
             gate,
-            _model(provider, model, base_url),
+            _Waiting(_model(provider, model, base_url), progress),
             principal=who,
             system=system,
             limits=limits,

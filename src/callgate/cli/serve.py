@@ -9,8 +9,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
-from pathlib import Path
+from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
@@ -18,15 +17,19 @@ import uvicorn
 from mcp.server import Server
 from uvicorn.server import HANDLED_SIGNALS
 
-from callgate.cli._common import (
-    CliError,
-    LocalScopesOption,
-    LocalTenantOption,
-    LocalUserOption,
-    StoreOption,
-    cli_errors,
+from callgate.cli._common import CliError, StoreOption, cli_errors, opened
+from callgate.cli._context import (
+    ConfigOption,
+    RolesOption,
+    ScopesOption,
+    TenantOption,
+    UserOption,
+    config_path,
+    demo_state_if,
+    load,
     local_principal,
-    opened,
+    startup_summary,
+    store_option,
 )
 from callgate.mcp import (
     LOOPBACK_HOSTS,
@@ -54,19 +57,11 @@ def serve(
     stdio: Annotated[
         bool, typer.Option("--stdio", help="Serve over stdin/stdout instead of HTTP.")
     ] = False,
-    principal: LocalUserOption = "local",
-    tenant: LocalTenantOption = None,
-    scopes: LocalScopesOption = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            "-c",
-            metavar="FILE",
-            help="TOML config file (toolboxes, policy, limits, context); default: the demo tools.",
-            show_default=False,
-        ),
-    ] = None,
+    principal: UserOption = None,
+    tenant: TenantOption = None,
+    scopes: ScopesOption = None,
+    roles: RolesOption = None,
+    config: ConfigOption = None,
     store: StoreOption = None,
     unprefixed: Annotated[
         list[str] | None,
@@ -83,19 +78,26 @@ def serve(
 
     Every call goes through the governed chain and is audited. There is no
     authentication yet: every call is made for one local principal
-    (--principal, --tenant, --scopes), so keep HTTP on loopback (the default).
-    Requests whose Host or Origin header names another host are refused.
+    (--principal, --tenant, --scopes, --roles, or the config file's principal), so
+    keep HTTP on loopback (the default). Requests whose Host or Origin header
+    names another host are refused. At startup it prints on stderr the store,
+    the principal and the toolboxes it serves.
     """
-    # The shared helpers live in app.py, which imports this module to register it.
-    from callgate.cli.app import _config, _globals, _shared_demo_state, _store
-
     with cli_errors():
-        cfg = _config(ctx, config)
-        serves_demo = (config or _globals(ctx).config) is None
-        store_url = cfg.store_url(_store(ctx, store))
-        with _shared_demo_state(store_url) if serves_demo else nullcontext():
+        cfg = load(ctx, config)
+        serves_demo = config_path(ctx, config) is None
+        store_url = cfg.store_url(store_option(ctx, store))
+        with demo_state_if(serves_demo, store_url):
             gate = cfg.build_gate(store_url)
-            who = local_principal(gate, principal, tenant, scopes, demo=serves_demo)
+            who = local_principal(
+                gate,
+                cfg,
+                user=principal,
+                tenant=tenant,
+                scopes=scopes,
+                roles=roles,
+                demo=serves_demo,
+            )
             try:
                 server = build_server(
                     gate,
@@ -106,6 +108,9 @@ def serve(
                 )
             except ValueError as exc:
                 raise CliError(str(exc)) from None
+            for line in startup_summary(gate, who):
+                print(f"callgate: {line}", file=sys.stderr)
+            sys.stderr.flush()
             if stdio:
                 asyncio.run(_serve_stdio(gate, server))
             else:

@@ -6,18 +6,17 @@ import asyncio
 import os
 import threading
 from collections.abc import Iterable, Mapping
-from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Literal, Self
 
 import platformdirs
-from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from callgate import access
 from callgate.contract import Principal, Toolbox, ToolSink, ToolSpec
 from callgate.errors import ErrorKind
 from callgate.runtime import pipeline
+from callgate.runtime._sync import LoopThread, closed, closes_at_exit
 from callgate.runtime.approvals import ApprovalError, Approvals
 from callgate.runtime.builtin import BUILTIN_TOOLBOX, builtin_toolbox
 from callgate.runtime.call import Call, Limits, hash_json, new_id
@@ -104,9 +103,8 @@ class Gate:
         self._idle = asyncio.Event()
         self._idle.set()
         self._open_lock: asyncio.Lock | None = None
-        self._portal: BlockingPortal | None = None
-        self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
-        self._portal_lock = threading.Lock()
+        self._loop_thread: LoopThread | None = None
+        self._loop_lock = threading.Lock()
 
     # lifecycle ---------------------------------------------------------------
     async def open(self) -> None:
@@ -227,8 +225,13 @@ class Gate:
         timeout: float | None = None,
         trace_id: str | None = None,
     ) -> Envelope:
-        """``call`` for synchronous code (runs on the gate's own event loop thread)."""
-        portal = self._sync_portal()
+        """``call`` for synchronous code (runs on the gate's own event loop thread).
+
+        The thread does not keep the process alive: a gate that is never closed
+        is closed at interpreter exit. ``close_sync`` (or ``with Gate(...)``)
+        closes it earlier.
+        """
+        loop = self._sync_loop()
 
         async def _go() -> Envelope:
             return await self.call(
@@ -241,16 +244,18 @@ class Gate:
                 trace_id=trace_id,
             )
 
-        return portal.call(_go)
+        return loop.call(_go)
 
     def close_sync(self) -> None:
         """``aclose`` for synchronous code; also stops the gate's loop thread."""
-        with self._portal_lock:
-            portal, cm = self._portal, self._portal_cm
-            self._portal = self._portal_cm = None
-        if portal is not None and cm is not None:
-            portal.call(self.aclose)
-            cm.__exit__(None, None, None)
+        with self._loop_lock:
+            loop, self._loop_thread = self._loop_thread, None
+        closed(self)
+        if loop is not None:
+            try:
+                loop.call(self.aclose)
+            finally:
+                loop.stop()
 
     def __enter__(self) -> Self:
         return self
@@ -263,12 +268,12 @@ class Gate:
     ) -> None:
         self.close_sync()
 
-    def _sync_portal(self) -> BlockingPortal:
-        with self._portal_lock:
-            if self._portal is None:
-                self._portal_cm = start_blocking_portal(backend="asyncio")
-                self._portal = self._portal_cm.__enter__()
-            return self._portal
+    def _sync_loop(self) -> LoopThread:
+        with self._loop_lock:
+            if self._loop_thread is None:
+                self._loop_thread = LoopThread()
+                closes_at_exit(self)
+            return self._loop_thread
 
     async def record_read(
         self,

@@ -1,0 +1,234 @@
+"""What a command works with: its config, its store, the demo's data, and who it acts for.
+
+One rule for every command that makes calls (``call``, ``serve``, ``run``): the
+calls are made for one local principal (there is no authentication yet), from
+the command's options, else the config file's ``[principal]``, else user
+``local``, the demo's tenant when the demo tools are served, every scope the
+served tools require, and no roles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import platformdirs
+import typer
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from callgate.cli._common import safe_url, split_list
+from callgate.config import GateConfig, default_config, load_config
+from callgate.contract import Principal
+from callgate.runtime.gate import Gate
+
+DEMO_TENANT = "acme"
+"""The tenant of the local principal when the demo tools are served."""
+DEFAULT_USER = "local"
+DEMO_STATE_ENV = "CALLGATE_DEMO_STATE"
+"""The file the demo tools keep their data in (read by ``callgate.demo``)."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Globals:
+    """The root command's ``--store`` and ``--config`` (``callgate --store X call ...``)."""
+
+    store: str | None = None
+    config: Path | None = None
+
+
+def root_options(ctx: typer.Context) -> Globals:
+    """The root command's options (defaults when a command runs on its own, in tests)."""
+    return ctx.obj if isinstance(ctx.obj, Globals) else Globals()
+
+
+def config_path(ctx: typer.Context, config: Path | None) -> Path | None:
+    """The command's ``--config``, else the root command's."""
+    return config or root_options(ctx).config
+
+
+def load(ctx: typer.Context, config: Path | None, *, demo_default: bool = True) -> GateConfig:
+    """The config file named by the options, else the demo (or an empty) config.
+
+    Raises:
+        ConfigError: the file cannot be used.
+    """
+    path = config_path(ctx, config)
+    if path is not None:
+        return load_config(path)
+    return default_config() if demo_default else GateConfig()
+
+
+def store_option(ctx: typer.Context, store: str | None) -> str | None:
+    """The command's ``--store``, else the root command's."""
+    return store or root_options(ctx).store
+
+
+def demo_state_file(store_url: str) -> Path | None:
+    """Where the demo keeps its data for the store ``store_url``.
+
+    A SQLite file gets ``<name>.demo-state.json`` beside it; another
+    persistent store one file per URL in the user data directory; an
+    in-memory store none (its approvals die with the process, so should the
+    demo's data).
+    """
+    if store_url in ("memory:", "memory://"):
+        return None
+    try:
+        url = make_url(store_url)
+    except ArgumentError:
+        return None
+    if url.get_backend_name() == "sqlite":
+        if not url.database or url.database == ":memory:":
+            return None
+        db = Path(url.database).expanduser()
+        return db.with_name(f"{db.name}.demo-state.json")
+    digest = hashlib.sha256(store_url.encode()).hexdigest()[:12]
+    return platformdirs.user_data_path("callgate", appauthor=False) / f"demo-state-{digest}.json"
+
+
+@contextmanager
+def shared_demo_state(store_url: str) -> Iterator[None]:
+    """Set ``$CALLGATE_DEMO_STATE`` (unless set) while the command runs.
+
+    One ``callgate call`` per process would otherwise start from freshly seeded
+    data each time: a budget set by one command would be unknown to the next.
+    The variable is removed again afterwards, for callers running commands in
+    process (tests).
+    """
+    path = demo_state_file(store_url)
+    if path is None or os.environ.get(DEMO_STATE_ENV):
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.environ[DEMO_STATE_ENV] = str(path)
+    try:
+        yield
+    finally:
+        os.environ.pop(DEMO_STATE_ENV, None)
+
+
+def demo_state_if(serves_demo: bool, store_url: str) -> AbstractContextManager[None]:
+    """:func:`shared_demo_state` when the demo tools are served, else nothing."""
+    return shared_demo_state(store_url) if serves_demo else nullcontext()
+
+
+# Who the calls are made for ------------------------------------------------------
+UserOption = Annotated[
+    str | None,
+    typer.Option(
+        "--principal",
+        metavar="USER",
+        help="The user every call is made for; default: principal.user in the config "
+        f"file, else {DEFAULT_USER}.",
+        show_default=False,
+    ),
+]
+TenantOption = Annotated[
+    str | None,
+    typer.Option(
+        "--tenant",
+        metavar="TENANT",
+        help="The principal's tenant; default: principal.tenant in the config "
+        f"file, else {DEMO_TENANT} with the demo tools, else none.",
+        show_default=False,
+    ),
+]
+ScopesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scopes",
+        metavar="a,b",
+        help="The principal's scopes, comma-separated; default: principal.scopes in "
+        "the config file, else every scope the tools require.",
+        show_default=False,
+    ),
+]
+RolesOption = Annotated[
+    str | None,
+    typer.Option(
+        "--roles",
+        metavar="a,b",
+        help="The principal's roles, comma-separated (policies test them, e.g. the demo's "
+        "rollback needs oncall); default: principal.roles in the config file, else none.",
+        show_default=False,
+    ),
+]
+
+
+def local_principal(
+    gate: Gate,
+    config: GateConfig,
+    *,
+    user: str | None,
+    tenant: str | None,
+    scopes: str | None,
+    roles: str | None,
+    attributes: Mapping[str, Any] | None = None,
+    demo: bool,
+) -> Principal:
+    """The principal a command's calls are made for (see the module's rule).
+
+    ``attributes`` are added to (and win over) the config's.
+
+    Raises:
+        InvalidIdentity: a value is no identity (empty, control characters);
+            ``cli_errors`` shows it in one line.
+    """
+    defaults = config.principal
+    scope_list = (
+        split_list(scopes)
+        if scopes is not None
+        else defaults.scopes
+        if defaults.scopes is not None
+        else sorted({scope for spec in gate.tools() for scope in spec.scopes})
+    )
+    return Principal(
+        user if user is not None else defaults.user or DEFAULT_USER,
+        tenant
+        if tenant is not None
+        else defaults.tenant
+        if defaults.tenant is not None
+        else (DEMO_TENANT if demo else None),
+        scopes=scope_list,
+        roles=split_list(roles) if roles is not None else (defaults.roles or ()),
+        attributes={**defaults.attributes, **(attributes or {})},
+    )
+
+
+def describe_principal(who: Principal) -> str:
+    """``who`` in one line, for startup messages."""
+    tenant = f" of tenant {who.tenant}" if who.tenant else " (no tenant)"
+    scopes = ", ".join(sorted(who.scopes)) or "none"
+    roles = ", ".join(sorted(who.roles)) or "none"
+    return f"{who.user}{tenant}; scopes: {scopes}; roles: {roles}"
+
+
+def startup_summary(gate: Gate, who: Principal) -> list[str]:
+    """What a long-running command serves: the store, the principal, the toolboxes."""
+    counts = Counter(spec.toolbox for spec in gate.tools())
+    boxes = ", ".join(f"{name} ({n} tool{'s' if n != 1 else ''})" for name, n in counts.items())
+    return [
+        f"store: {safe_url(gate.store.url)}",
+        f"principal: {describe_principal(who)}",
+        f"toolboxes: {boxes}",
+    ]
+
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        metavar="FILE",
+        help="TOML config file (toolboxes, policy, limits, context, principal: "
+        "docs/config.md); default: the demo tools.",
+        show_default=False,
+    ),
+]

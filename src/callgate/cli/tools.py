@@ -1,0 +1,58 @@
+"""``callgate tools``: what a model and an operator can see of each tool."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from callgate.cli import render
+from callgate.cli._common import JsonOption, StoreOption, cli_errors, console, print_json
+from callgate.cli._context import ConfigOption, load
+from callgate.runtime.trifecta import static_check
+
+
+def tools(
+    ctx: typer.Context,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+    trusted_only: Annotated[
+        bool,
+        typer.Option(
+            "--trusted-only", help="Only tools whose annotations come from a trusted source."
+        ),
+    ] = False,
+    trifecta: Annotated[
+        bool,
+        typer.Option(
+            "--trifecta",
+            help="Report whether the toolset lets private data, untrusted content and a way "
+            "out meet (the lethal trifecta), and which tools bring each.",
+        ),
+    ] = False,
+    store: StoreOption = None,
+) -> None:
+    """List the tools: name, risk tier, scopes and a summary, one line each.
+
+    On a terminal too narrow for the table, each tool takes two lines: its
+    facts, then its summary. --json gives every detail, the model-facing input
+    schema and the full description included. Listing tools opens no store:
+    --store is accepted like every command's, and not read.
+    """
+    del store  # listing needs no store; an in-memory one keeps the real one untouched
+    with cli_errors():
+        gate = load(ctx, config).build_gate("memory://")
+        specs = [s for s in gate.tools() if s.trusted_source or not trusted_only]
+        if trifecta:
+            report = static_check(specs)
+            if as_json:
+                print_json({"trifecta": report is not None, "tools": report or {}})
+            else:
+                render.print_trifecta(console(), report)
+            return
+        if as_json:
+            print_json(
+                [{**s.describe(), "trusted_fields": sorted(s.trusted_fields)} for s in specs]
+            )
+        else:
+            render.print_tools(console(), specs)

@@ -1,0 +1,109 @@
+"""`callgate run`'s exit code says how the run ended; a wait for the model shows progress.
+
+The model is a ScriptedModel (in process); tests/cli/test_run.py runs real processes
+against an OpenAI-compatible server.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from callgate.agent import ScriptedModel, call, reply
+from callgate.agent.messages import ModelRequest, ModelResponse
+from callgate.agent.model import Model, ModelError
+
+from .conftest import Cli
+
+RUN = ("run", "How is D-1?", "--provider", "openai", "--model", "m")
+STATUS = call("ops.deploy_status", {"deploy_id": "D-1"})
+
+
+def use(monkeypatch: pytest.MonkeyPatch, model: Model) -> None:
+    def make(provider: str, name: str, *, base_url: str | None = None) -> Model:
+        return model
+
+    monkeypatch.setattr("callgate.cli.run.make_model", make)
+
+
+class Unreachable:
+    name = "openai-compatible:m"
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        raise ModelError(
+            "could not reach the OpenAI-compatible server at http://x/v1", retryable=True
+        )
+
+
+def test_a_completed_run_exits_0(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    use(monkeypatch, ScriptedModel([STATUS, reply("D-1 is running.")]))
+
+    result = cli(*RUN)
+
+    assert result.exit_code == 0, result.output
+    assert "D-1 is running." in result.stdout
+
+
+def test_a_failed_run_exits_1_and_says_why(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    use(monkeypatch, Unreachable())
+
+    readable = cli(*RUN)
+    as_json = cli(*RUN, "--json")
+
+    assert readable.exit_code == 1
+    assert "could not reach the OpenAI-compatible server at http://x/v1" in readable.stdout
+    assert as_json.exit_code == 1
+    assert json.loads(as_json.stdout)["status"] == "failed"
+
+
+def test_a_run_stopped_by_a_limit_exits_1(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    use(monkeypatch, ScriptedModel([STATUS, STATUS, reply("never reached")]))
+
+    result = cli(*RUN, "--max-turns", "1")
+
+    assert result.exit_code == 1
+    assert "stopped" in result.stdout
+
+
+def test_a_run_waiting_for_an_approval_exits_3(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    email = {"to": ["partner@example.org"], "subject": "Q4", "body": "Attached."}
+    use(monkeypatch, ScriptedModel([call("ops.send_email", email)]))
+
+    result = cli(*RUN, "--json")
+
+    assert result.exit_code == 3
+    assert json.loads(result.stdout)["status"] == "waiting_approval"
+
+
+def test_waiting_for_the_model_shows_a_spinner_on_a_terminal(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use(monkeypatch, ScriptedModel([reply("Hi."), reply("Hi.")]))
+
+    on_terminal = cli(*RUN, FORCE_COLOR="1")
+    piped = cli(*RUN)
+
+    assert "waiting for scripted" in on_terminal.stderr
+    assert piped.stderr == ""
+
+
+def test_a_provider_sdk_not_installed_says_how_to_install_it(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As if the openai extra were missing: importing the SDK fails.
+    monkeypatch.setitem(sys.modules, "openai", None)
+    for module in ("callgate.agent.openai_chat", "callgate.agent._openai_common"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+
+    result = cli(
+        *("run", "Hi", "--provider", "openai-compatible", "--model", "m"),
+        *("--base-url", "http://127.0.0.1:1/v1"),
+    )
+
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "callgate: error: --provider openai-compatible needs callgate's extra 'openai'"
+    )
+    assert "pip install -e '.[openai]'" in result.stderr
