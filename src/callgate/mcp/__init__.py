@@ -1,6 +1,7 @@
 """Serve callgate's governed tools over MCP (the official ``mcp`` SDK)."""
 
 from callgate.mcp._events import MemoryEventStore
+from callgate.mcp._http import DEFAULT_BODY_TIMEOUT
 from callgate.mcp.server import (
     LOOPBACK_HOSTS,
     MCP_PATH,
@@ -11,6 +12,7 @@ from callgate.mcp.server import (
 )
 
 __all__ = [
+    "DEFAULT_BODY_TIMEOUT",
     "LOOPBACK_HOSTS",
     "MCP_PATH",
     "MemoryEventStore",

@@ -45,6 +45,7 @@ from callgate.mcp import _wire
 from callgate.mcp._approval import Confirmation
 from callgate.mcp._context import ContextHandlers
 from callgate.mcp._events import MemoryEventStore, SessionEvents
+from callgate.mcp._http import DEFAULT_BODY_TIMEOUT, HttpEdge
 from callgate.mcp._input import ClientInputSink, ReplayGuard
 from callgate.mcp.tasks import TaskRunner
 from callgate.runtime.envelope import Envelope, Status
@@ -453,6 +454,7 @@ def streamable_http_app(
     resumable: bool = True,
     event_store: MemoryEventStore | None = None,
     retry_ms: int = SSE_RETRY_MS,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
 ) -> Starlette:
     """An ASGI app serving ``server`` over Streamable HTTP at ``/mcp``.
 
@@ -474,6 +476,10 @@ def streamable_http_app(
             :class:`MemoryEventStore` with its default bounds, for this app only.
         retry_ms: how long a client waits before reconnecting (the SSE ``retry``
             field), in milliseconds.
+        body_timeout: seconds a client has to send a request's whole body
+            (``408`` after that). Request bodies, duplicate request ids and
+            session ids on error responses are handled by
+            :class:`~callgate.mcp._http.HttpEdge`.
     """
     store = None
     if resumable:
@@ -487,6 +493,8 @@ def streamable_http_app(
     )
     if store is not None:
         app.add_middleware(SessionEvents, store=store)
+    # Added last, so it runs first: before the SDK reads a body or opens a session.
+    app.add_middleware(HttpEdge, body_timeout=body_timeout)
     return app
 
 
