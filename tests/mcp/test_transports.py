@@ -68,8 +68,9 @@ async def test_http_list_call_and_audit(tmp_path: Path, mode: str) -> None:
     assert process.returncode == 0
     (record,) = await audit_of(store)
     assert (record.tool, record.outcome, record.user) == ("ops.campaigns_find", "ok", "local")
-    # A 2025-11-25 Streamable HTTP session groups the calls; 2026-07-28 has no sessions.
-    assert (record.session_id is not None) == (mode == "legacy")
+    # Every call has a session the server chose: the connection's at 2025-11-25,
+    # the principal's at 2026-07-28 (see callgate.mcp._sessions).
+    assert record.session_id is not None and record.session_id.startswith("mcp-")
 
 
 async def test_http_refuses_foreign_origin(tmp_path: Path) -> None:

@@ -37,7 +37,6 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
-from starlette.requests import Request
 
 from callgate import __version__
 from callgate.contract import Principal
@@ -47,6 +46,7 @@ from callgate.mcp._context import ContextHandlers
 from callgate.mcp._events import MemoryEventStore, SessionEvents
 from callgate.mcp._http import DEFAULT_BODY_TIMEOUT, HttpEdge
 from callgate.mcp._input import ClientInputSink, ReplayGuard
+from callgate.mcp._sessions import Sessions
 from callgate.mcp.tasks import TaskRunner
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.gate import Gate
@@ -62,7 +62,6 @@ __all__ = [
 
 MCP_PATH = "/mcp"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
-_SESSION_HEADER = "mcp-session-id"
 # How long a client whose SSE stream dropped waits before it reconnects (milliseconds).
 SSE_RETRY_MS = 1000
 
@@ -241,14 +240,6 @@ class _Server(Server[Any]):
         )
 
 
-def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
-    """The Streamable HTTP session id of a 2025-11-25 connection; None elsewhere."""
-    request = ctx.request
-    if isinstance(request, Request):
-        return request.headers.get(_SESSION_HEADER)
-    return None
-
-
 def build_server(
     gate: Gate,
     *,
@@ -256,6 +247,7 @@ def build_server(
     name: str = "callgate",
     unprefixed: Iterable[str] = (),
     session_id: str | None = None,
+    session_key: bytes | None = None,
     request_state: RequestStateSecurity | None = None,
     task_lease: timedelta = timedelta(seconds=30),
 ) -> Server[Any]:
@@ -271,8 +263,10 @@ def build_server(
         unprefixed: toolboxes whose tools are exposed without the ``toolbox.``
             prefix (e.g. for clients that expect fixed names); the audit, policy
             and Envelopes keep the full names.
-        session_id: the session of calls that carry none of their own (stdio:
-            one process serves one conversation).
+        session_id: one session for every call (stdio: one process serves one
+            conversation); otherwise see :mod:`callgate.mcp._sessions`.
+        session_key: the secret session ids are derived with (random by
+            default); give replicas of one server the same one.
         request_state: how the ``requestState`` of 2026-07-28 ``input_required``
             results is sealed (the SDK's policy); by default a key made now and
             held by this process only, so with several replicas pass
@@ -301,14 +295,13 @@ def build_server(
             would be the same.
     """
     names = WireNames(gate, unprefixed)
+    sessions = Sessions(principal, key=session_key, fixed=session_id)
     binding = f"{principal.tenant or ''}/{principal.user}"
     security = request_state or RequestStateSecurity(
         keys=[secrets.token_bytes(32)], bind_principal=lambda _ctx: binding
     )
     replay = ReplayGuard(security.ttl)
-    context = ContextHandlers(
-        gate, principal, replay=replay, session_of=lambda ctx: _session_id(ctx) or session_id
-    )
+    context = ContextHandlers(gate, principal, replay=replay, session_of=sessions.of)
     resources = context.has_resources
     prompts = context.has_prompts
 
@@ -348,6 +341,7 @@ def build_server(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         full = names.full(params.name)
+        session = sessions.of(ctx)
         sink = ClientInputSink(
             ctx, logger=params.name, min_level=context.log_level, params=params, replay=replay
         )
@@ -363,7 +357,7 @@ def build_server(
                 full,
                 params.arguments or {},
                 principal=principal,
-                session_id=_session_id(ctx) or session_id,
+                session_id=session,
                 sink=sink,
             )
 
