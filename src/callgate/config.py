@@ -21,6 +21,10 @@ Example ``callgate.toml``::
     [context]
     region = "eu-west-1"
 
+    [mcp]
+    tool_separator = "__"       # ops__deploy_status on the wire ("." for ops.deploy_status)
+    unprefixed = ["conformance"]
+
 A toolbox reference is ``module:attr`` or ``path.py:attr``; ``attr`` names a
 ``Toolbox``, a list of them, or a zero-argument callable returning either.
 Relative paths (of toolbox files and of a SQLite ``store``) are relative to the
@@ -54,7 +58,7 @@ from callgate.runtime.call import Limits
 from callgate.runtime.gate import STORE_ENV, Gate, default_store_url, store_from_url
 from callgate.runtime.policy import Policy, PolicyError, Rule
 
-__all__ = ["ConfigError", "GateConfig", "default_config", "load_config"]
+__all__ = ["ConfigError", "GateConfig", "McpConfig", "default_config", "load_config"]
 
 DEMO_TOOLBOXES = "callgate.demo:toolboxes"
 DEMO_POLICY = "callgate.demo:demo_policy"
@@ -88,6 +92,13 @@ class _PolicyFile(BaseModel):
     rules: list[_RuleFile] = []
 
 
+class _McpFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tool_separator: str | None = None
+    unprefixed: list[str] = []
+
+
 class _ConfigFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -96,6 +107,22 @@ class _ConfigFile(BaseModel):
     policy: _PolicyFile = _PolicyFile()
     limits: dict[str, Any] = {}
     context: dict[str, Any] = {}
+    mcp: _McpFile = _McpFile()
+
+
+@dataclass(kw_only=True, frozen=True)
+class McpConfig:
+    """How ``callgate serve`` names the tools (the ``[mcp]`` table); the command
+    line's ``--tool-separator`` and ``--unprefixed`` win over it.
+
+    Args:
+        tool_separator: between toolbox and tool on the wire (None: the
+            server's default, ``__``).
+        unprefixed: toolboxes whose tools are served by their bare names.
+    """
+
+    tool_separator: str | None = None
+    unprefixed: tuple[str, ...] = ()
 
 
 # The loaded configuration ------------------------------------------------------
@@ -113,6 +140,7 @@ class GateConfig:
         policy: the gate's policy.
         limits: the gate's limits.
         context: gate-wide trusted values.
+        mcp: how the MCP server names the tools.
     """
 
     source: Path | None = None
@@ -121,6 +149,7 @@ class GateConfig:
     policy: Policy = field(default_factory=Policy)
     limits: Limits = field(default_factory=Limits)
     context: Mapping[str, Any] = field(default_factory=dict)
+    mcp: McpConfig = field(default_factory=McpConfig)
 
     @property
     def label(self) -> str:
@@ -205,6 +234,9 @@ def load_config(path: str | os.PathLike[str]) -> GateConfig:
         policy=_build_policy(parsed.policy, str(source)),
         limits=_build_limits(parsed.limits, str(source)),
         context=dict(parsed.context),
+        mcp=McpConfig(
+            tool_separator=parsed.mcp.tool_separator, unprefixed=tuple(parsed.mcp.unprefixed)
+        ),
     )
 
 

@@ -97,7 +97,7 @@ def results(events: list[dict[str, str]]) -> list[Any]:
     return [d["result"]["structuredContent"] for d in datas if "result" in d]
 
 
-CALL = rpc(1, "tools/call", {"name": "steps.two_steps", "arguments": {}})
+CALL = rpc(1, "tools/call", {"name": "steps__two_steps", "arguments": {}})
 
 
 async def test_a_post_stream_opens_with_a_priming_event_and_retry() -> None:
@@ -183,14 +183,14 @@ async def test_a_deleted_session_leaves_no_events() -> None:
 async def test_2026_07_28_requests_are_stateless_and_store_nothing() -> None:
     store = MemoryEventStore()
     headers = {**LEGACY, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call"}
-    call = rpc(3, "tools/call", {"name": "steps.quick", "arguments": {}, "_meta": MODERN_META})
+    call = rpc(3, "tools/call", {"name": "steps__quick", "arguments": {}, "_meta": MODERN_META})
     async with (
         served(steps_gate(Steps()), event_store=store) as url,
         httpx.AsyncClient() as http,
     ):
         with anyio.fail_after(10):
             response = await http.post(
-                url, json=call, headers={**headers, "mcp-name": "steps.quick"}
+                url, json=call, headers={**headers, "mcp-name": "steps__quick"}
             )
     if response.headers["content-type"].startswith("text/event-stream"):
         answer = json.loads(events_of(response.text.splitlines())[-1]["data"])
@@ -208,7 +208,7 @@ async def test_the_sdk_client_works_against_resumable_streams(mode: str) -> None
     async with served(steps_gate(steps)) as url:
         with anyio.fail_after(10):
             async with Client(url, mode=mode) as client:
-                result = await client.call_tool("steps.two_steps", {})
+                result = await client.call_tool("steps__two_steps", {})
     assert not result.is_error
     assert result.structured_content == {"result": "done"}
 

@@ -73,6 +73,8 @@ async def test_private_data_and_the_web_then_email_needs_another_person(mode: st
     assert sent.is_error and sent.meta is not None
     assert sent.meta["callgate/status"] == "pending_approval"
     assert "private data" in str(sent.content) and "untrusted content" in str(sent.content)
+    # Named as this client knows the tools.
+    assert "via web_fetch" in str(sent.content)
     # Four eyes: the requester is never asked to approve it themself.
     assert requester.asked == []
     [send] = _sends(records)

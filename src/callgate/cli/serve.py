@@ -31,6 +31,7 @@ from callgate.cli._common import (
 )
 from callgate.mcp import (
     DEFAULT_BODY_TIMEOUT,
+    DEFAULT_SEPARATOR,
     LOOPBACK_HOSTS,
     MCP_PATH,
     build_server,
@@ -75,8 +76,20 @@ def serve(
         typer.Option(
             "--unprefixed",
             metavar="TOOLBOX",
-            help="Expose this toolbox's tools without the 'toolbox.' prefix (repeatable); "
-            "for clients that expect fixed tool names.",
+            help="Expose this toolbox's tools without the toolbox prefix (repeatable); "
+            "for clients that expect fixed tool names. Default: the config's [mcp] unprefixed.",
+            show_default=False,
+        ),
+    ] = None,
+    tool_separator: Annotated[
+        str | None,
+        typer.Option(
+            "--tool-separator",
+            metavar="SEP",
+            help=f"What joins toolbox and tool in the names clients see (default "
+            f"{DEFAULT_SEPARATOR!r}: ops{DEFAULT_SEPARATOR}deploy_status; '.' for "
+            "ops.deploy_status, which several hosts and model APIs refuse). Default: the "
+            "config's [mcp] tool_separator.",
             show_default=False,
         ),
     ] = None,
@@ -97,7 +110,7 @@ def serve(
     (--principal, --tenant, --scopes), so keep HTTP on loopback (the default).
     Requests whose Host or Origin header names another host are refused.
 
-    Each log event is one line.
+    Tools are named toolbox__tool (host-safe); each log event is one line.
     """
     # The shared helpers live in app.py, which imports this module to register it.
     from callgate.cli.app import _config, _globals, _shared_demo_state, _store
@@ -113,7 +126,8 @@ def serve(
                 server = build_server(
                     gate,
                     principal=who,
-                    unprefixed=unprefixed or (),
+                    tool_separator=tool_separator or cfg.mcp.tool_separator or DEFAULT_SEPARATOR,
+                    unprefixed=unprefixed if unprefixed is not None else cfg.mcp.unprefixed,
                     # stdio serves one client for the life of the process: one session.
                     session_id=f"stdio-{uuid.uuid4().hex}" if stdio else None,
                 )

@@ -13,11 +13,20 @@ from callgate.contract.context import (
 )
 from callgate.contract.function import FunctionHandler, spec_from_function
 from callgate.contract.handles import Handle, HandleConflict, HandleKind, Handles, UnknownHandle
-from callgate.contract.naming import InvalidToolName, check_tool_name, qualify
+from callgate.contract.naming import (
+    FULL_NAMES,
+    InvalidToolName,
+    ToolNames,
+    check_tool_name,
+    qualify,
+    rename_in_schema,
+    rename_in_text,
+)
 from callgate.contract.spec import ToolHandler, ToolSpec
 from callgate.contract.toolbox import DuplicateTool, Toolbox, tool
 
 __all__ = [
+    "FULL_NAMES",
     "LOG_LEVELS",
     "Audio",
     "Block",
@@ -38,6 +47,7 @@ __all__ = [
     "ToolAnnotations",
     "ToolContext",
     "ToolHandler",
+    "ToolNames",
     "ToolSink",
     "ToolSpec",
     "Toolbox",
@@ -47,6 +57,8 @@ __all__ = [
     "check_tool_name",
     "derive_risk",
     "qualify",
+    "rename_in_schema",
+    "rename_in_text",
     "spec_from_function",
     "tool",
 ]

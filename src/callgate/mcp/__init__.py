@@ -2,6 +2,7 @@
 
 from callgate.mcp._events import MemoryEventStore
 from callgate.mcp._http import DEFAULT_BODY_TIMEOUT
+from callgate.mcp._names import DEFAULT_SEPARATOR
 from callgate.mcp.server import (
     LOOPBACK_HOSTS,
     MCP_PATH,
@@ -13,6 +14,7 @@ from callgate.mcp.server import (
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT",
+    "DEFAULT_SEPARATOR",
     "LOOPBACK_HOSTS",
     "MCP_PATH",
     "MemoryEventStore",
