@@ -29,6 +29,7 @@ from collections.abc import Iterable
 
 import anyio
 from mcp.server.streamable_http_manager import DEFAULT_MAX_REQUEST_BODY_SIZE
+from mcp_types import INVALID_REQUEST
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -39,7 +40,6 @@ DEFAULT_BODY_TIMEOUT = 30.0
 
 _SESSION_HEADER = b"mcp-session-id"
 _VERSION_HEADER = b"mcp-protocol-version"
-INVALID_REQUEST = -32600
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ class HttpEdge:
         ids = self._in_flight.setdefault(session, set())
         if request_id in ids:
             logger.warning(
-                "refused a request from %s: id %s is already in flight on its session",
+                "refused a request from %s: id %r is already in flight on its session",
                 _client(scope),
                 request_id[:64],
             )
