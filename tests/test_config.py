@@ -174,7 +174,7 @@ def test_toolbox_reference_forms(tmp_path: Path) -> None:
 def test_unknown_keys_are_rejected_with_their_place(tmp_path: Path) -> None:
     assert (
         "storee: unknown key (allowed: store, toolboxes, policy, limits, context, secrets, "
-        "principal)" in bad(tmp_path, 'storee = "x"\n')
+        "principal, mcp)" in bad(tmp_path, 'storee = "x"\n')
     )
     assert "policy.rules[0].whn: unknown key" in bad(
         tmp_path, '[[policy.rules]]\neffect = "deny"\nwhn = "true"\n'

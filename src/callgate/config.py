@@ -30,6 +30,10 @@ Example ``callgate.toml``::
     tenant = "acme"
     roles = ["oncall"]
 
+    [mcp]
+    tool_separator = "__"       # ops__deploy_status on the wire ("." for ops.deploy_status)
+    unprefixed = ["conformance"]
+
 Every key is described in docs/config.md. A toolbox reference is ``module:attr``
 or ``path.py:attr``; ``attr`` names a ``Toolbox``, a list of them, or a
 zero-argument callable returning either. Relative paths (of toolbox files and of
@@ -37,7 +41,8 @@ a SQLite ``store``) are relative to the config file, and modules are imported
 with the config file's directory first on ``sys.path``. Where the store comes
 from, first match wins: the ``--store`` option, ``$CALLGATE_STORE``, the file's
 ``store``, the user's data directory. ``[principal]`` is who ``callgate serve``,
-``run`` and ``call`` act for when their options do not say.
+``run`` and ``call`` act for when their options do not say; ``[mcp]`` how
+``callgate serve`` names the tools.
 """
 
 from __future__ import annotations
@@ -65,7 +70,14 @@ from callgate.runtime.call import Limits
 from callgate.runtime.gate import STORE_ENV, Gate, default_store_url, store_from_url
 from callgate.runtime.policy import Policy, PolicyError, Rule
 
-__all__ = ["ConfigError", "GateConfig", "PrincipalDefaults", "default_config", "load_config"]
+__all__ = [
+    "ConfigError",
+    "GateConfig",
+    "McpConfig",
+    "PrincipalDefaults",
+    "default_config",
+    "load_config",
+]
 
 DEMO_TOOLBOXES = "callgate.demo:toolboxes"
 DEMO_POLICY = "callgate.demo:demo_policy"
@@ -126,6 +138,13 @@ class _SecretFile(BaseModel):
     """The environment variable holding the secret (never the secret itself)."""
 
 
+class _McpFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tool_separator: str | None = None
+    unprefixed: list[str] = []
+
+
 class _ConfigFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -136,6 +155,22 @@ class _ConfigFile(BaseModel):
     context: dict[str, Any] = {}
     secrets: dict[str, _SecretFile] = {}
     principal: _PrincipalFile = _PrincipalFile()
+    mcp: _McpFile = _McpFile()
+
+
+@dataclass(kw_only=True, frozen=True)
+class McpConfig:
+    """How ``callgate serve`` names the tools (the ``[mcp]`` table); the command
+    line's ``--tool-separator`` and ``--unprefixed`` win over it.
+
+    Args:
+        tool_separator: between toolbox and tool on the wire (None: the
+            server's default, ``__``).
+        unprefixed: toolboxes whose tools are served by their bare names.
+    """
+
+    tool_separator: str | None = None
+    unprefixed: tuple[str, ...] = ()
 
 
 # The loaded configuration ------------------------------------------------------
@@ -172,6 +207,7 @@ class GateConfig:
         secrets: gate-wide trusted values that are credentials: key -> the
             environment variable holding it, read by :meth:`build_gate`.
         principal: who the CLI acts for unless its options say otherwise.
+        mcp: how the MCP server names the tools.
     """
 
     source: Path | None = None
@@ -182,6 +218,7 @@ class GateConfig:
     context: Mapping[str, Any] = field(default_factory=dict)
     secrets: Mapping[str, str] = field(default_factory=dict)
     principal: PrincipalDefaults = field(default_factory=PrincipalDefaults)
+    mcp: McpConfig = field(default_factory=McpConfig)
 
     @property
     def label(self) -> str:
@@ -281,6 +318,9 @@ def load_config(path: str | os.PathLike[str]) -> GateConfig:
         context=dict(parsed.context),
         secrets={key: secret.env for key, secret in parsed.secrets.items()},
         principal=_build_principal(parsed.principal, str(source)),
+        mcp=McpConfig(
+            tool_separator=parsed.mcp.tool_separator, unprefixed=tuple(parsed.mcp.unprefixed)
+        ),
     )
 
 

@@ -130,7 +130,7 @@ async def test_the_user_approves_the_exact_inputs_in_the_client(
 ) -> None:
     approver = Approver(note="invoice 42")
     async with client(gate, mode, approver) as mcp:
-        result = await mcp.call_tool("bank.pay", PAY)
+        result = await mcp.call_tool("bank__pay", PAY)
     approvals = await (await gate.approvals()).list()
     audit = await gate.audit()
 
@@ -159,8 +159,8 @@ async def test_declining_or_not_ticking_denies_it(
     gate: Gate, bank: Bank, mode: str, action: str, tick: bool
 ) -> None:
     async with client(gate, mode, Approver(action, tick=tick)) as mcp:
-        result = await mcp.call_tool("bank.pay", PAY)
-        again = await mcp.call_tool("bank.pay", PAY)
+        result = await mcp.call_tool("bank__pay", PAY)
+        again = await mcp.call_tool("bank__pay", PAY)
     [record] = await (await gate.approvals()).list()
 
     assert result.is_error and "denied this request" in text(result)
@@ -174,7 +174,7 @@ async def test_a_dismissed_question_leaves_the_approval_pending(
     gate: Gate, bank: Bank, mode: str
 ) -> None:
     async with client(gate, mode, Approver("cancel")) as mcp:
-        result = await mcp.call_tool("bank.pay", PAY)
+        result = await mcp.call_tool("bank__pay", PAY)
     [record] = await (await gate.approvals()).list()
 
     assert result.is_error and record.state == "pending" and bank.sent == []
@@ -188,13 +188,13 @@ async def test_a_four_eyes_approval_is_never_asked_of_the_requester(
 ) -> None:
     approver = Approver()
     async with client(gate, mode, approver) as mcp:
-        parked = await mcp.call_tool("bank.wire", PAY)
+        parked = await mcp.call_tool("bank__wire", PAY)
         assert parked.is_error and parked.meta is not None
         approval_id = parked.meta["callgate/approvalId"]
         await (await gate.approvals()).approve(
             approval_id, by=Principal("bob", "acme"), note="checked"
         )
-        ran = await mcp.call_tool("bank.wire", PAY)
+        ran = await mcp.call_tool("bank__wire", PAY)
 
     assert approver.shown == []
     assert "awaits approval" in text(parked)
@@ -206,19 +206,19 @@ async def test_a_client_that_cannot_be_asked_gets_the_approval_id(
     gate: Gate, bank: Bank, mode: str
 ) -> None:
     async with client(gate, mode, None) as mcp:
-        parked = await mcp.call_tool("bank.pay", PAY)
+        parked = await mcp.call_tool("bank__pay", PAY)
         assert parked.meta is not None
         approval_id = parked.meta["callgate/approvalId"]
         # The requester may confirm it elsewhere (the CLI, the console) too.
         await (await gate.approvals()).approve(approval_id, by=Principal("alice", "acme"))
-        ran = await mcp.call_tool("bank.pay", PAY)
+        ran = await mcp.call_tool("bank__pay", PAY)
 
     assert parked.is_error and f"approval_id: {approval_id}" in text(parked)
     assert not ran.is_error and bank.sent == ["acme:bob:5000"]
 
 
 async def _first_round(mcp: Client, args: dict[str, Any] = PAY) -> types.InputRequiredResult:
-    first = await mcp.session.call_tool("bank.pay", args, allow_input_required=True)
+    first = await mcp.session.call_tool("bank__pay", args, allow_input_required=True)
     assert isinstance(first, types.InputRequiredResult)
     return first
 
@@ -239,7 +239,7 @@ async def test_the_round_carries_a_sealed_state_bound_to_the_call(gate: Gate, ba
         # The state is bound to these arguments: it cannot approve another payment.
         with pytest.raises(MCPError) as other:
             await mcp.session.call_tool(
-                "bank.pay",
+                "bank__pay",
                 {"to": "mallory", "amount": 5000},
                 input_responses=APPROVE,  # type: ignore[arg-type]
                 request_state=first.request_state,
@@ -248,7 +248,7 @@ async def test_the_round_carries_a_sealed_state_bound_to_the_call(gate: Gate, ba
 
         async def retry() -> Any:
             return await mcp.session.call_tool(
-                "bank.pay",
+                "bank__pay",
                 PAY,
                 input_responses=APPROVE,  # type: ignore[arg-type]
                 request_state=first.request_state,
@@ -270,7 +270,7 @@ async def test_an_answer_without_the_servers_state_decides_nothing(gate: Gate, b
         await _first_round(mcp)
         # A client (or a model) sending an "approval" of its own making is asked again.
         forged = await mcp.session.call_tool(
-            "bank.pay",
+            "bank__pay",
             PAY,
             input_responses=APPROVE,  # type: ignore[arg-type]
             allow_input_required=True,
@@ -289,7 +289,7 @@ async def test_a_decision_taken_elsewhere_meanwhile_wins(gate: Gate, bank: Bank)
             record.id, by=Principal("carol", "acme"), reason="frozen account"
         )
         late = await mcp.session.call_tool(
-            "bank.pay",
+            "bank__pay",
             PAY,
             input_responses=APPROVE,  # type: ignore[arg-type]
             request_state=first.request_state,
@@ -313,7 +313,7 @@ async def test_the_demo_asks_the_sender_to_confirm_an_email_over_http(
     async with serve_http("--store", store) as (url, _):
         with anyio.fail_after(30):
             async with Client(url, mode=mode, elicitation_callback=approver.elicit) as mcp:
-                sent = await mcp.call_tool("ops.send_email", email)
+                sent = await mcp.call_tool("ops__send_email", email)
     records = await audit_of(store)
 
     assert not sent.is_error, text(sent)

@@ -173,7 +173,7 @@ async def test_mixed_content_keeps_its_order(client: Client) -> None:
 
 
 async def test_every_block_kind_and_a_binary_resource(client: Client, gate: Gate) -> None:
-    result = await call(client, "media.report")
+    result = await call(client, "media__report")
     kinds = [type(block) for block in result.content]
     assert kinds == [
         types.TextContent,
@@ -192,17 +192,17 @@ async def test_every_block_kind_and_a_binary_resource(client: Client, gate: Gate
 
 async def test_too_many_blocks_are_truncated_with_the_notice(client: Client) -> None:
     with anyio.fail_after(5):
-        result = await client.call_tool("media.many_images", {"n": 40})
+        result = await client.call_tool("media__many_images", {"n": 40})
     assert not result.is_error
     *images, notice = result.content
     assert images and all(isinstance(block, types.ImageContent) for block in images)
     assert len(images) < 40
     assert isinstance(notice, types.TextContent) and "truncated" in notice.text
-    assert "callgate.read_more" in notice.text
+    assert "call callgate__read_more with cursor" in notice.text
 
 
 async def test_structured_data_of_the_content_shape_stays_structured(client: Client) -> None:
-    result = await call(client, "media.looks_like_content")
+    result = await call(client, "media__looks_like_content")
     assert result.structured_content == {"content": [{"type": "text", "text": "data, not content"}]}
     [block] = result.content
     assert isinstance(block, types.TextContent)
@@ -233,7 +233,7 @@ async def test_log_messages_arrive(client: Client, received: Received, gate: Gat
 
 
 async def test_sync_tools_report_from_their_thread(client: Client, received: Received) -> None:
-    result = await call(client, "media.sync_steps", received)
+    result = await call(client, "media__sync_steps", received)
     assert not result.is_error
     assert received.progress == [(1, 2, "half"), (2, 2, None)]
     [log] = received.logs
@@ -241,7 +241,7 @@ async def test_sync_tools_report_from_their_thread(client: Client, received: Rec
 
 
 async def test_progress_only_increases(client: Client, received: Received) -> None:
-    await call(client, "media.noisy", received)
+    await call(client, "media__noisy", received)
     assert [p for p, _, _ in received.progress] == [10, 20]
 
 
@@ -253,7 +253,7 @@ async def test_stateless_requests_get_only_the_logs_they_opt_in_to(
     async with Client(
         server, mode="2026-07-28", logging_callback=received.on_log, log_level=log_level
     ) as client:
-        result = await call(client, "media.noisy")
+        result = await call(client, "media__noisy")
     assert not result.is_error
     assert [log.level for log in received.logs] == expected
 
@@ -280,6 +280,6 @@ async def test_legacy_set_level_filters_tool_logs(gate: Gate, received: Received
     async with Client(server, mode="legacy", logging_callback=received.on_log) as client:
         with anyio.fail_after(5), pytest.warns(MCPDeprecationWarning):
             await client.set_logging_level("error")
-        result = await call(client, "media.noisy")
+        result = await call(client, "media__noisy")
     assert not result.is_error
     assert [(log.level, log.data) for log in received.logs] == [("error", "trouble")]

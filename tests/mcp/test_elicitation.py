@@ -145,7 +145,7 @@ async def test_a_tool_asks_the_user_and_gets_the_answer(gate: Gate, mode: str) -
 @pytest.mark.parametrize("action", ["decline", "cancel"])
 async def test_a_declined_question_reaches_the_tool(gate: Gate, mode: str, action: str) -> None:
     async with client(gate, mode, FakeClient(action=action)) as mcp:
-        result = await mcp.call_tool("asks.greet_user", {})
+        result = await mcp.call_tool("asks__greet_user", {})
     assert result.structured_content == {"action": action, "content": {}}
 
 
@@ -169,7 +169,7 @@ async def test_sampling_returns_the_models_text(gate: Gate, mode: str) -> None:
 async def test_each_round_asks_only_the_new_question(gate: Gate, mode: str) -> None:
     fake = FakeClient()
     async with client(gate, mode, fake) as mcp:
-        result = await mcp.call_tool("asks.two_questions", {"topic": "cats"})
+        result = await mcp.call_tool("asks__two_questions", {"topic": "cats"})
     assert text(result) == "Alice/Alice"
     assert fake.asked == ["First, about cats?", "Second?"]
 
@@ -178,7 +178,7 @@ async def test_each_round_asks_only_the_new_question(gate: Gate, mode: str) -> N
 async def test_a_sync_tool_asks_from_its_thread(gate: Gate, mode: str) -> None:
     fake = FakeClient()
     async with client(gate, mode, fake) as mcp:
-        result = await mcp.call_tool("asks.sync_asker", {})
+        result = await mcp.call_tool("asks__sync_asker", {})
     assert text(result) == "Alice file:///work Bonjour"
     assert fake.asked == ["What is your name?", "roots", "Say hi"]
 
@@ -221,7 +221,7 @@ async def test_questions_not_asked_are_closed_when_one_cannot_be(gate: Gate) -> 
 # 2026-07-28 rounds, driven by hand ---------------------------------------------------
 
 
-async def first_round(mcp: Client, tool: str = "asks.greet_user") -> types.InputRequiredResult:
+async def first_round(mcp: Client, tool: str = "asks__greet_user") -> types.InputRequiredResult:
     result = await mcp.session.call_tool(tool, {}, allow_input_required=True)
     assert isinstance(result, types.InputRequiredResult)
     return result
@@ -241,7 +241,7 @@ async def test_input_required_carries_the_question_and_a_sealed_state(gate: Gate
         # Encrypted: nothing of the state's content is readable.
         assert "answers" not in first.request_state
         done = await mcp.session.call_tool(
-            "asks.greet_user",
+            "asks__greet_user",
             {},
             input_responses=ALICE,  # type: ignore[arg-type]
             request_state=first.request_state,
@@ -260,7 +260,7 @@ async def test_a_tampered_state_is_rejected(gate: Gate) -> None:
         for bad in (tampered, state + "-TAMPERED", "v1.garbage", json.dumps({"v": 1})):
             with pytest.raises(MCPError) as caught:
                 await mcp.session.call_tool(
-                    "asks.greet_user",
+                    "asks__greet_user",
                     {},
                     input_responses=ALICE,  # type: ignore[arg-type]
                     request_state=bad,
@@ -275,7 +275,7 @@ async def test_a_replayed_state_is_rejected(gate: Gate) -> None:
 
         async def retry() -> Any:
             return await mcp.session.call_tool(
-                "asks.greet_user",
+                "asks__greet_user",
                 {},
                 input_responses=ALICE,  # type: ignore[arg-type]
                 request_state=first.request_state,
@@ -291,12 +291,12 @@ async def test_a_replayed_state_is_rejected(gate: Gate) -> None:
 async def test_a_state_is_bound_to_its_tool_and_arguments(gate: Gate) -> None:
     async with client(gate, "2026-07-28", FakeClient()) as mcp:
         first = await mcp.session.call_tool(
-            "asks.two_questions", {"topic": "cats"}, allow_input_required=True
+            "asks__two_questions", {"topic": "cats"}, allow_input_required=True
         )
         assert isinstance(first, types.InputRequiredResult)
         with pytest.raises(MCPError) as caught:
             await mcp.session.call_tool(
-                "asks.two_questions",
+                "asks__two_questions",
                 {"topic": "dogs"},
                 request_state=first.request_state,
                 allow_input_required=True,
@@ -309,12 +309,12 @@ async def test_an_earlier_answer_comes_back_only_from_the_sealed_state(gate: Gat
     # first answer comes from the state minted in round 2.
     async with client(gate, "2026-07-28", FakeClient()) as mcp:
         args = {"topic": "cats"}
-        one = await mcp.session.call_tool("asks.two_questions", args, allow_input_required=True)
+        one = await mcp.session.call_tool("asks__two_questions", args, allow_input_required=True)
         assert isinstance(one, types.InputRequiredResult) and one.input_requests
         (key1,) = one.input_requests
         answer = types.ElicitResult(action="accept", content={"name": "A"})
         two = await mcp.session.call_tool(
-            "asks.two_questions",
+            "asks__two_questions",
             args,
             input_responses={key1: answer},
             request_state=one.request_state,
@@ -324,7 +324,7 @@ async def test_an_earlier_answer_comes_back_only_from_the_sealed_state(gate: Gat
         (key2,) = two.input_requests
         assert key2 != key1
         three = await mcp.session.call_tool(
-            "asks.two_questions",
+            "asks__two_questions",
             args,
             input_responses={key2: types.ElicitResult(action="accept", content={"name": "B"})},
             request_state=two.request_state,

@@ -101,7 +101,7 @@ def test_the_server_still_serves_after_the_fuzz(client: TestClient) -> None:
     body = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": ENVELOPE}}
     response = client.post(MCP_PATH, json=body, headers={**MODERN, "mcp-method": "tools/list"})
     assert response.status_code == 200
-    assert "shop.order_get" in {t["name"] for t in response.json()["result"]["tools"]}
+    assert "shop__order_get" in {t["name"] for t in response.json()["result"]["tools"]}
 
 
 def test_an_oversized_body_is_refused_with_a_clear_error(client: TestClient) -> None:
@@ -109,12 +109,12 @@ def test_an_oversized_body_is_refused_with_a_clear_error(client: TestClient) -> 
         "jsonrpc": "2.0",
         "id": 1,
         "method": "tools/call",
-        "params": {"name": "shop.order_get", "arguments": {"order_id": "x" * (5 * 1024 * 1024)}},
+        "params": {"name": "shop__order_get", "arguments": {"order_id": "x" * (5 * 1024 * 1024)}},
     }
     response = client.post(
         MCP_PATH,
         content=json.dumps(huge).encode(),
-        headers={**MODERN, "mcp-method": "tools/call", "mcp-name": "shop.order_get"},
+        headers={**MODERN, "mcp-method": "tools/call", "mcp-name": "shop__order_get"},
     )
     assert response.status_code == 413
     assert "too large" in response.text

@@ -35,14 +35,14 @@ def _text(result: types.CallToolResult) -> str:
 async def test_a_run_handle_works_for_its_owner_only(gate: Gate, mode: str) -> None:
     with anyio.fail_after(10):
         async with Client(build_server(gate, principal=ALICE), mode=mode) as alice:
-            started = await alice.call_tool("ops.runbook_start", {"note_id": "N-1"})
+            started = await alice.call_tool("ops__runbook_start", {"note_id": "N-1"})
             assert not started.is_error, _text(started)
             assert started.structured_content is not None
             run = started.structured_content["run"]
-            done = await alice.call_tool("ops.runbook_step_done", {"run": run, "step": 1})
+            done = await alice.call_tool("ops__runbook_step_done", {"run": run, "step": 1})
         async with Client(build_server(gate, principal=BOB), mode=mode) as bob:
-            theirs = await bob.call_tool("ops.runbook_status", {"run": run})
-            made_up = await bob.call_tool("ops.runbook_status", {"run": "run_nosuchrun"})
+            theirs = await bob.call_tool("ops__runbook_status", {"run": run})
+            made_up = await bob.call_tool("ops__runbook_status", {"run": "run_nosuchrun"})
 
     assert not done.is_error and done.structured_content is not None
     assert done.structured_content["done"] == 1

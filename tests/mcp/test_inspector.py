@@ -31,7 +31,7 @@ SCRIPT = ROOT / "scripts" / "inspector.sh"
 SERVE = [sys.executable, "-m", "callgate", "serve"]
 ERAS = ("legacy", "modern")
 CALL_TIMEOUT = 90  # seconds for one Inspector run (it connects within 15 s or fails)
-DEMO_TOOLS = {"ops.campaigns_find", "ops.budget_change_preview", "ops.notes_read"}
+DEMO_TOOLS = {"ops__campaigns_find", "ops__budget_change_preview", "ops__notes_read"}
 AUTUMN = {"C-101", "C-102", "C-103"}
 
 
@@ -132,7 +132,7 @@ def test_stdio_tools_list(inspector: Any, tmp_path: Path, era: str) -> None:
     names = [tool["name"] for tool in tools]
     assert names == sorted(names)
     assert set(names) >= DEMO_TOOLS
-    find = next(tool for tool in tools if tool["name"] == "ops.campaigns_find")
+    find = next(tool for tool in tools if tool["name"] == "ops__campaigns_find")
     assert "query" in find["inputSchema"]["properties"]
     assert find["annotations"]["readOnlyHint"] is True
 
@@ -140,7 +140,7 @@ def test_stdio_tools_list(inspector: Any, tmp_path: Path, era: str) -> None:
 @pytest.mark.parametrize("era", ERAS)
 def test_stdio_tools_call(inspector: Any, tmp_path: Path, era: str) -> None:
     args = ["--protocol-era", era, "--method", "tools/call"]
-    args += ["--tool-name", "ops.campaigns_find", "--tool-arg", "query=autumn"]
+    args += ["--tool-name", "ops__campaigns_find", "--tool-arg", "query=autumn"]
     _assert_campaigns(_result(inspector(*_stdio_target(tmp_path), *args)))
 
 
@@ -149,7 +149,7 @@ def test_http_tools_list_and_call(inspector: Any, http_url: str, era: str) -> No
     target = ["--transport", "http", "--server-url", http_url, "--protocol-era", era]
     listed = _result(inspector(*target, "--method", "tools/list"))
     assert {t["name"] for t in listed["tools"]} >= DEMO_TOOLS
-    args = ["--method", "tools/call", "--tool-name", "ops.campaigns_find"]
+    args = ["--method", "tools/call", "--tool-name", "ops__campaigns_find"]
     _assert_campaigns(_result(inspector(*target, *args, "--tool-arg", "query=autumn")))
     # A tool execution error is a result with isError (the CLI then exits 5).
     bad = inspector(*target, *args, "--tool-arg", "nope=1")
@@ -160,7 +160,7 @@ def test_http_tools_list_and_call(inspector: Any, http_url: str, era: str) -> No
 
 
 def test_http_unknown_tool(inspector: Any, http_url: str) -> None:
-    run = inspector("--server-url", http_url, "--method", "tools/call", "--tool-name", "ops.nope")
+    run = inspector("--server-url", http_url, "--method", "tools/call", "--tool-name", "ops__nope")
     assert run.returncode != 0
     assert "tool_not_found" in run.stderr, run.stderr
 

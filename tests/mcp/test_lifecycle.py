@@ -60,12 +60,12 @@ async def test_legacy_client_is_told_when_a_tool_is_added(gate: Gate) -> None:
             tools = client.server_capabilities.tools
             assert tools is not None and tools.list_changed is True
             before = {t.name for t in (await client.list_tools()).tools}
-            assert "shop.ping" not in before
+            assert "shop__ping" not in before
             _add_ping(_shop(gate))
             await changed.wait()
             after = {t.name for t in (await client.list_tools()).tools}
-            assert after == before | {"shop.ping"}
-            result = await client.call_tool("shop.ping", {})
+            assert after == before | {"shop__ping"}
+            result = await client.call_tool("shop__ping", {})
             assert not result.is_error
 
 
@@ -82,7 +82,7 @@ async def test_modern_client_hears_it_on_its_listen_stream(gate: Gate) -> None:
                 event = await subscription.__anext__()
                 assert type(event).__name__ == "ToolsListChanged"
             names = {t.name for t in (await client.list_tools()).tools}
-            assert "shop.ping" in names
+            assert "shop__ping" in names
 
 
 async def test_a_removed_tool_is_announced_and_gone(gate: Gate) -> None:
@@ -95,11 +95,11 @@ async def test_a_removed_tool_is_announced_and_gone(gate: Gate) -> None:
     server = build_server(gate, principal=ALICE)
     with anyio.fail_after(5):
         async with Client(server, mode="legacy", message_handler=on_message) as client:
-            assert "shop.order_count" in {t.name for t in (await client.list_tools()).tools}
+            assert "shop__order_count" in {t.name for t in (await client.list_tools()).tools}
             _shop(gate).remove("order_count")
             await changed.wait()
             names = {t.name for t in (await client.list_tools()).tools}
-    assert "shop.order_count" not in names
+    assert "shop__order_count" not in names
 
 
 def _add_many(box: Toolbox, n: int) -> None:
@@ -145,7 +145,7 @@ async def test_a_change_made_in_another_thread_is_announced(gate: Gate) -> None:
             await client.list_tools()
             await anyio.to_thread.run_sync(_add_many, _shop(gate), 1)
             await changed.wait()
-            assert "shop.gen_0" in {t.name for t in (await client.list_tools()).tools}
+            assert "shop__gen_0" in {t.name for t in (await client.list_tools()).tools}
 
 
 async def test_closed_connections_are_forgotten(gate: Gate) -> None:
@@ -203,7 +203,7 @@ async def _cancel_midway(client: Client, slow: Slow, tool: str) -> None:
     async with anyio.create_task_group() as tg:
 
         async def call() -> None:
-            await client.call_tool(tool, {"seconds": 30})
+            await client.call_tool(tool.replace(".", "__"), {"seconds": 30})
 
         tg.start_soon(call)
         await slow.started[tool.removeprefix("shop.")].wait()
@@ -227,7 +227,7 @@ async def test_a_cancelled_request_stops_the_tool_and_is_audited(
             # the dropped request at 2026-07-28): the tool itself stops.
             await slow.cancelled.wait()
             # The server goes on serving the same client.
-            result = await client.call_tool("shop.order_count", {"status": "open"})
+            result = await client.call_tool("shop__order_count", {"status": "open"})
             assert result.structured_content == {"result": 7}
         # The record is written before the cancellation goes on.
         records = [r for r in await gate.audit() if r.tool == tool and r.phase == "final"]
@@ -246,7 +246,7 @@ async def test_cancelling_one_request_leaves_the_others_running(gate: Gate, mode
             async with anyio.create_task_group() as tg:
 
                 async def quick() -> None:
-                    results.append(await client.call_tool("shop.slow_read", {"seconds": 0.3}))
+                    results.append(await client.call_tool("shop__slow_read", {"seconds": 0.3}))
 
                 tg.start_soon(quick)
                 await _cancel_midway(client, slow, "shop.slow_write")
@@ -320,7 +320,9 @@ async def test_progress_extends_the_deadline(paced: Gate, mode: str, tool: str) 
 
     with anyio.fail_after(10):
         async with Client(server, mode=mode) as client:
-            result = await client.call_tool(tool, {"steps": 8}, progress_callback=on_progress)
+            result = await client.call_tool(
+                tool.replace(".", "__"), {"steps": 8}, progress_callback=on_progress
+            )
     assert not result.is_error, result.content
     assert reports == [1, 2, 3, 4, 5, 6, 7, 8]
     (record,) = await paced.audit()
@@ -332,7 +334,7 @@ async def test_without_progress_the_timeout_holds(paced: Gate) -> None:
     server = build_server(paced, principal=PACE)
     with anyio.fail_after(10):
         async with Client(server, mode="legacy") as client:
-            result = await client.call_tool("pace.silent", {"seconds": 1.2})
+            result = await client.call_tool("pace__silent", {"seconds": 1.2})
     assert result.is_error
     assert "0.6 seconds" in "".join(
         block.text for block in result.content if isinstance(block, types.TextContent)
@@ -344,7 +346,7 @@ async def test_progress_never_extends_past_the_hard_maximum(paced: Gate) -> None
     started = anyio.current_time()
     with anyio.fail_after(10):
         async with Client(server, mode="legacy") as client:
-            result = await client.call_tool("pace.steady", {"steps": 100})
+            result = await client.call_tool("pace__steady", {"steps": 100})
     elapsed = anyio.current_time() - started
     assert result.is_error
     # Cut at the 1.5 s hard maximum (not 10 s of steps), and not retried past it.
@@ -409,7 +411,7 @@ async def _cancel_once_running(client: Client, store: str) -> None:
     async with anyio.create_task_group() as group:
 
         async def call() -> None:
-            await client.call_tool("slow.write", {"seconds": 20})
+            await client.call_tool("slow__write", {"seconds": 20})
 
         group.start_soon(call)
         for _ in range(200):
@@ -436,7 +438,7 @@ async def test_http_cancel_stops_the_call_and_is_audited(tmp_path: Path, mode: s
                 await _cancel_once_running(client, store)
                 # The server records the cancelled call promptly, and goes on serving.
                 await _final_record_within(store, 10)
-                result = await client.call_tool("slow.quick", {})
+                result = await client.call_tool("slow__quick", {})
                 assert result.structured_content == {"result": "quick"}
     assert process.returncode == 0
     writes = [r for r in await audit_of(store) if r.tool == "slow.write"]
@@ -482,15 +484,15 @@ async def test_http_clients_are_told_of_list_changes(tmp_path: Path, mode: str) 
                 assert tools is not None and tools.list_changed is True
                 if mode == "legacy":
                     await client.list_tools()  # the session is initialized
-                    await client.call_tool("slow.grow", {})
+                    await client.call_tool("slow__grow", {})
                     await changed.wait()
                 else:
                     async with client.listen(tools_list_changed=True) as subscription:
-                        await client.call_tool("slow.grow", {})
+                        await client.call_tool("slow__grow", {})
                         event = await subscription.__anext__()
                         assert type(event).__name__ == "ToolsListChanged"
                 names = {t.name for t in (await client.list_tools()).tools}
-    assert "slow.grown" in names
+    assert "slow__grown" in names
 
 
 @pytest.mark.slow
@@ -506,7 +508,7 @@ async def test_stdio_cancel_stops_the_call_and_is_audited(tmp_path: Path, mode: 
         async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
             await _cancel_once_running(client, store)
             await _final_record_within(store, 10)
-            result = await client.call_tool("slow.quick", {})
+            result = await client.call_tool("slow__quick", {})
             assert result.structured_content == {"result": "quick"}
     writes = [r for r in await audit_of(store) if r.tool == "slow.write"]
     assert [r.phase for r in writes] == ["intent", "final"]

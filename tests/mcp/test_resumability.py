@@ -8,9 +8,8 @@ on an event the test sets) and speak raw HTTP with httpx, to see the SSE fields.
 from __future__ import annotations
 
 import json
-import socket
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,22 +17,17 @@ import anyio
 import httpx
 import mcp_types as types
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.server.streamable_http import GET_STREAM_KEY, EventMessage
 
 from callgate import Gate, Principal, Toolbox
 from callgate.contract import ToolContext
-from callgate.mcp import MCP_PATH, MemoryEventStore, build_server, streamable_http_app
+from callgate.mcp import MemoryEventStore
+from tests.mcp.serving import LEGACY, MODERN_META, events_of, open_session, rpc, serve_app
 
 pytestmark = pytest.mark.anyio
 
 CALLER = Principal("mcp-client", tenant="acme")
-LEGACY = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 
 
 @dataclass
@@ -76,78 +70,11 @@ def steps_gate(steps: Steps) -> Gate:
     return Gate([box], store="memory://")
 
 
-class _Uvicorn(uvicorn.Server):
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:  # pytest owns the signals
-        yield
-
-
 @asynccontextmanager
 async def served(gate: Gate, **app_options: Any) -> AsyncIterator[str]:
     """The gate's MCP app on a loopback port (uvicorn, in process); yields the URL."""
-    app = streamable_http_app(build_server(gate, principal=CALLER), **app_options)
-    sock = socket.create_server(("127.0.0.1", 0))
-    server = _Uvicorn(
-        uvicorn.Config(
-            app, log_level="warning", lifespan="on", ws="none", timeout_graceful_shutdown=5
-        )
-    )
-    async with gate, anyio.create_task_group() as tg:
-        # The socket listens already: requests wait in its backlog until uvicorn accepts.
-        tg.start_soon(server.serve, [sock])
-        try:
-            yield f"http://127.0.0.1:{sock.getsockname()[1]}{MCP_PATH}"
-        finally:
-            server.should_exit = True
-
-
-def rpc(id_: int | None, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if params is not None:
-        message["params"] = params
-    if id_ is not None:
-        message["id"] = id_
-    return message
-
-
-async def open_session(http: httpx.AsyncClient, url: str) -> dict[str, str]:
-    """Initialize a 2025-11-25 session (log level info); its request headers."""
-    init = rpc(
-        0,
-        "initialize",
-        {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    )
-    response = await http.post(url, json=init, headers=LEGACY)
-    assert response.status_code == 200
-    headers = {
-        **LEGACY,
-        "mcp-session-id": response.headers["mcp-session-id"],
-        "mcp-protocol-version": "2025-11-25",
-    }
-    await http.post(url, json=rpc(None, "notifications/initialized"), headers=headers)
-    await http.post(url, json=rpc(9, "logging/setLevel", {"level": "info"}), headers=headers)
-    return headers
-
-
-def events_of(lines: list[str]) -> list[dict[str, str]]:
-    """SSE lines -> events (field -> value)."""
-    events: list[dict[str, str]] = []
-    current: dict[str, str] = {}
-    for line in lines:
-        if not line:
-            if current:
-                events.append(current)
-            current = {}
-            continue
-        name, _, value = line.partition(":")
-        current[name] = value.removeprefix(" ")
-    if current:
-        events.append(current)
-    return events
+    async with serve_app(gate, principal=CALLER, **app_options) as url:
+        yield url
 
 
 async def read_until(response: httpx.Response, *, log: str | None = None) -> list[dict[str, str]]:
@@ -170,7 +97,7 @@ def results(events: list[dict[str, str]]) -> list[Any]:
     return [d["result"]["structuredContent"] for d in datas if "result" in d]
 
 
-CALL = rpc(1, "tools/call", {"name": "steps.two_steps", "arguments": {}})
+CALL = rpc(1, "tools/call", {"name": "steps__two_steps", "arguments": {}})
 
 
 async def test_a_post_stream_opens_with_a_priming_event_and_retry() -> None:
@@ -256,14 +183,14 @@ async def test_a_deleted_session_leaves_no_events() -> None:
 async def test_2026_07_28_requests_are_stateless_and_store_nothing() -> None:
     store = MemoryEventStore()
     headers = {**LEGACY, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call"}
-    call = rpc(3, "tools/call", {"name": "steps.quick", "arguments": {}, "_meta": MODERN_META})
+    call = rpc(3, "tools/call", {"name": "steps__quick", "arguments": {}, "_meta": MODERN_META})
     async with (
         served(steps_gate(Steps()), event_store=store) as url,
         httpx.AsyncClient() as http,
     ):
         with anyio.fail_after(10):
             response = await http.post(
-                url, json=call, headers={**headers, "mcp-name": "steps.quick"}
+                url, json=call, headers={**headers, "mcp-name": "steps__quick"}
             )
     if response.headers["content-type"].startswith("text/event-stream"):
         answer = json.loads(events_of(response.text.splitlines())[-1]["data"])
@@ -281,7 +208,7 @@ async def test_the_sdk_client_works_against_resumable_streams(mode: str) -> None
     async with served(steps_gate(steps)) as url:
         with anyio.fail_after(10):
             async with Client(url, mode=mode) as client:
-                result = await client.call_tool("steps.two_steps", {})
+                result = await client.call_tool("steps__two_steps", {})
     assert not result.is_error
     assert result.structured_content == {"result": "done"}
 

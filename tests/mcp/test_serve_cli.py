@@ -36,10 +36,92 @@ async def test_principal_options_decide_tools_and_audit(tmp_path: Path) -> None:
     with (tmp_path / "stderr.txt").open("w") as errlog, anyio.fail_after(30):
         async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
             names = {t.name for t in (await client.list_tools()).tools}
-            denied = await client.call_tool("ops.campaigns_find", {"query": "autumn"})
-    assert "ops.notes_search" in names
-    assert "ops.campaigns_find" not in names
+            denied = await client.call_tool("ops__campaigns_find", {"query": "autumn"})
+    assert "ops__notes_search" in names
+    assert "ops__campaigns_find" not in names
     assert denied.is_error
     async with Gate([], store=store) as gate:
         (record,) = await gate.audit()
     assert (record.user, record.tenant, record.outcome) == ("bob", "globex", "permission")
+
+
+_TOOLS = '''
+from callgate import Toolbox
+
+long_box = Toolbox("warehouse_inventory")
+
+
+@long_box.tool(read_only=True)
+def reconcile_every_bin_in_every_aisle_of_the_warehouse() -> str:
+    """Reconcile."""
+    return "ok"
+
+
+a_b = Toolbox("a_b")
+
+
+@a_b.tool(read_only=True)
+def c() -> str:
+    """C."""
+    return "c"
+
+
+a = Toolbox("a")
+
+
+@a.tool(read_only=True)
+def b_c() -> str:
+    """B C."""
+    return "bc"
+
+
+shop = Toolbox("shop")
+
+
+@shop.tool(read_only=True)
+def order_get(order_id: str) -> str:
+    """Get an order."""
+    return order_id
+'''
+
+
+def _config(tmp_path: Path, toolboxes: str, mcp: str = "") -> Path:
+    (tmp_path / "tools.py").write_text(_TOOLS)
+    config = tmp_path / "callgate.toml"
+    config.write_text(f'store = "memory://"\ntoolboxes = [{toolboxes}]\n{mcp}')
+    return config
+
+
+def test_a_name_too_long_for_hosts_stops_serve_at_start(tmp_path: Path) -> None:
+    config = _config(tmp_path, '"./tools.py:long_box"')
+    result = CliRunner().invoke(app, ["serve", "--config", str(config), "--stdio"])
+    assert result.exit_code == 2
+    assert "would be served as 'warehouse_inventory__reconcile_every" in result.output
+    assert "hosts accept at most 64" in result.output
+
+
+@pytest.mark.parametrize(
+    ("mcp", "option"),
+    [("", ["--tool-separator", "_"]), ('[mcp]\ntool_separator = "_"\n', [])],
+)
+def test_an_ambiguous_separator_stops_serve_at_start(
+    tmp_path: Path, mcp: str, option: list[str]
+) -> None:
+    config = _config(tmp_path, '"./tools.py:a_b", "./tools.py:a"', mcp)
+    result = CliRunner().invoke(app, ["serve", "--config", str(config), "--stdio", *option])
+    assert result.exit_code == 2
+    assert "would both be served as 'a_b_c'" in result.output
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_the_config_chooses_the_separator(tmp_path: Path) -> None:
+    config = _config(tmp_path, '"./tools.py:shop"', '[mcp]\ntool_separator = "."\n')
+    args = ["-m", "callgate", "serve", "--stdio", "--config", str(config)]
+    params = StdioServerParameters(command=sys.executable, args=args)
+    with (tmp_path / "stderr.txt").open("w") as errlog, anyio.fail_after(30):
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            result = await client.call_tool("shop.order_get", {"order_id": "O-1"})
+    assert names == {"shop.order_get", "callgate.read_more", "callgate.approval_status"}
+    assert not result.is_error

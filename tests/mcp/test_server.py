@@ -51,9 +51,9 @@ async def test_tools_list_is_name_ordered_and_filtered_by_scope(client: Client) 
         tools = (await client.list_tools()).tools
     names = [t.name for t in tools]
     assert names == sorted(names)
-    assert "shop.order_get" in names
+    assert "shop__order_get" in names
     # alice lacks the admin scope: the tool is not offered.
-    assert "shop.purge" not in names
+    assert "shop__purge" not in names
 
 
 async def test_header_checks_see_the_schemas_of_listed_tools_only(gate: Gate) -> None:
@@ -62,31 +62,31 @@ async def test_header_checks_see_the_schemas_of_listed_tools_only(gate: Gate) ->
     server = build_server(gate, principal=ALICE)
     lookup = server.get_tool_input_schema
     assert lookup is not None
-    schema = lookup("shop.order_get")
+    schema = lookup("shop__order_get")
     assert schema is not None and set(schema["properties"]) == {"order_id"}
-    assert lookup("shop.purge") is None
-    assert lookup("shop.nothing") is None
+    assert lookup("shop__purge") is None
+    assert lookup("shop__nothing") is None
 
 
 async def test_tool_schemas_hide_trusted_fields_and_carry_annotations(client: Client) -> None:
     with anyio.fail_after(5):
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    get = tools["shop.order_get"]
+    get = tools["shop__order_get"]
     assert set(get.input_schema["properties"]) == {"order_id"}
     assert "tenant_id" not in json.dumps(get.input_schema)
     assert get.output_schema is not None and get.output_schema["type"] == "object"
     assert get.annotations is not None
     assert get.annotations.read_only_hint is True
     assert get.annotations.open_world_hint is False
-    refund = tools["shop.refund"].annotations
+    refund = tools["shop__refund"].annotations
     assert refund is not None and refund.destructive_hint is True
 
 
 async def test_non_object_output_schema_is_wrapped(client: Client) -> None:
     with anyio.fail_after(5):
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        result = await client.call_tool("shop.order_count", {"status": "closed"})
-    schema = tools["shop.order_count"].output_schema
+        result = await client.call_tool("shop__order_count", {"status": "closed"})
+    schema = tools["shop__order_count"].output_schema
     assert schema == {
         "type": "object",
         "properties": {"result": {"type": "integer"}},
@@ -99,7 +99,7 @@ async def test_non_object_output_schema_is_wrapped(client: Client) -> None:
 
 async def test_call_ok_returns_structured_content_and_json_text(client: Client, gate: Gate) -> None:
     with anyio.fail_after(5):
-        result = await client.call_tool("shop.order_get", {"order_id": "O-1"})
+        result = await client.call_tool("shop__order_get", {"order_id": "O-1"})
     assert not result.is_error
     # The tenant comes from the principal, never from the model.
     assert result.structured_content == {"id": "O-1", "tenant": "acme", "lines": 3}
@@ -110,14 +110,14 @@ async def test_call_ok_returns_structured_content_and_json_text(client: Client, 
 
 async def test_model_supplied_trusted_field_is_dropped(client: Client) -> None:
     with anyio.fail_after(5):
-        result = await client.call_tool("shop.order_get", {"order_id": "O-1", "tenant_id": "evil"})
+        result = await client.call_tool("shop__order_get", {"order_id": "O-1", "tenant_id": "evil"})
     assert result.structured_content is not None
     assert result.structured_content["tenant"] == "acme"
 
 
 async def test_validation_error_is_a_tool_error_with_the_fix(client: Client) -> None:
     with anyio.fail_after(5):
-        result = await client.call_tool("shop.order_count", {"status": "opne"})
+        result = await client.call_tool("shop__order_count", {"status": "opne"})
     assert result.is_error
     text = _text(result)
     assert "status" in text and "open" in text
@@ -125,18 +125,24 @@ async def test_validation_error_is_a_tool_error_with_the_fix(client: Client) -> 
     assert result.structured_content is None
 
 
-async def test_unknown_tool_is_a_tool_error_naming_close_matches(client: Client) -> None:
-    with anyio.fail_after(5):
-        result = await client.call_tool("shop.order_gets", {"order_id": "O-1"})
-    assert result.is_error
-    assert "shop.order_get" in _text(result)
+async def test_unknown_tool_is_a_protocol_error_naming_close_matches(
+    client: Client, gate: Gate
+) -> None:
+    # Both protocol versions list an unknown tool as a protocol error (-32602).
+    with anyio.fail_after(5), pytest.raises(MCPError) as caught:
+        await client.call_tool("shop__order_gets", {"order_id": "O-1"})
+    assert caught.value.error.code == types.INVALID_PARAMS
+    assert "'shop__order_get'" in caught.value.error.message
+    # The attempt is audited like any call, under the name the client sent.
+    (record,) = await gate.audit()
+    assert (record.tool, record.outcome) == ("shop__order_gets", "construction")
 
 
 async def test_permission_is_checked_on_call_whatever_the_list_showed(
     client: Client, gate: Gate
 ) -> None:
     with anyio.fail_after(5):
-        result = await client.call_tool("shop.purge", {})
+        result = await client.call_tool("shop__purge", {})
     assert result.is_error
     assert "purged" not in _text(result)
     assert result.meta is not None and result.meta["callgate/status"] == "error"
@@ -146,7 +152,7 @@ async def test_permission_is_checked_on_call_whatever_the_list_showed(
 
 async def test_pending_approval_carries_the_approval_id(client: Client, gate: Gate) -> None:
     with anyio.fail_after(5):
-        result = await client.call_tool("shop.refund", {"order_id": "O-1", "amount": 500})
+        result = await client.call_tool("shop__refund", {"order_id": "O-1", "amount": 500})
     assert result.is_error
     assert result.meta is not None
     approval_id = result.meta["callgate/approvalId"]
@@ -160,24 +166,24 @@ async def test_pending_approval_carries_the_approval_id(client: Client, gate: Ga
 async def test_approved_call_runs_when_called_again(client: Client, gate: Gate) -> None:
     args = {"order_id": "O-1", "amount": 500}
     with anyio.fail_after(5):
-        first = await client.call_tool("shop.refund", args)
+        first = await client.call_tool("shop__refund", args)
         assert first.meta is not None
         approvals = await gate.approvals()
         await approvals.approve(first.meta["callgate/approvalId"], by=Principal("boss", "acme"))
-        second = await client.call_tool("shop.refund", args)
+        second = await client.call_tool("shop__refund", args)
     assert not second.is_error
     assert second.structured_content == {"refunded": 500, "order": "O-1"}
 
 
 async def test_truncated_result_carries_the_notice(client: Client) -> None:
     with anyio.fail_after(5):
-        result = await client.call_tool("shop.order_lines", {"n": 300})
+        result = await client.call_tool("shop__order_lines", {"n": 300})
     assert not result.is_error
     assert len(result.content) == 2
     notice = result.content[-1]
     assert isinstance(notice, types.TextContent)
     assert "truncated" in notice.text.lower()
-    assert "callgate.read_more" in notice.text
+    assert "call callgate__read_more with cursor" in notice.text
 
 
 async def test_unknown_method_stays_a_protocol_error(client: Client) -> None:
@@ -194,7 +200,7 @@ async def test_default_principal_holds_every_served_scope(gate: Gate) -> None:
     with anyio.fail_after(5):
         async with Client(server, mode="legacy") as client:
             names = [t.name for t in (await client.list_tools()).tools]
-    assert "shop.purge" in names
+    assert "shop__purge" in names
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -205,7 +211,7 @@ async def test_a_toolbox_can_be_served_without_its_prefix(gate: Gate, mode: str)
             names = [t.name for t in (await client.list_tools()).tools]
             result = await client.call_tool("order_count", {"status": "closed"})
         records = await gate.audit()
-    assert "order_count" in names and "shop.order_count" not in names
+    assert "order_count" in names and "shop__order_count" not in names
     assert result.is_error is False
     # Policy, audit and Envelopes keep the full name.
     assert records[-1].tool == "shop.order_count"

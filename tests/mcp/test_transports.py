@@ -16,7 +16,7 @@ from tests.mcp.serving import SERVE, audit_of, serve_http
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-FIND = ("ops.campaigns_find", {"query": "autumn"})
+FIND = ("ops__campaigns_find", {"query": "autumn"})
 
 
 def _store(tmp_path: Path) -> str:
@@ -45,7 +45,7 @@ async def test_stdio_list_call_and_audit(tmp_path: Path, mode: str) -> None:
         async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
             assert client.protocol_version == ("2025-11-25" if mode == "legacy" else mode)
             _assert_found(await _list_and_call(client))
-            bad = await client.call_tool("ops.campaigns_find", {})
+            bad = await client.call_tool("ops__campaigns_find", {})
             assert bad.is_error
     records = await audit_of(store)
     assert [(r.tool, r.outcome) for r in records] == [
@@ -68,8 +68,9 @@ async def test_http_list_call_and_audit(tmp_path: Path, mode: str) -> None:
     assert process.returncode == 0
     (record,) = await audit_of(store)
     assert (record.tool, record.outcome, record.user) == ("ops.campaigns_find", "ok", "local")
-    # A 2025-11-25 Streamable HTTP session groups the calls; 2026-07-28 has no sessions.
-    assert (record.session_id is not None) == (mode == "legacy")
+    # Every call has a session the server chose: the connection's at 2025-11-25,
+    # the principal's at 2026-07-28 (see callgate.mcp._sessions).
+    assert record.session_id is not None and record.session_id.startswith("mcp-")
 
 
 async def test_http_refuses_foreign_origin(tmp_path: Path) -> None:
@@ -136,4 +137,4 @@ async def test_http_bad_requests_are_json_rpc_errors(tmp_path: Path) -> None:
     assert unknown.json()["error"]["code"] == types.METHOD_NOT_FOUND
     assert garbage.json()["error"]["code"] == types.PARSE_ERROR
     assert listed.status_code == 200
-    assert "ops.campaigns_find" in {t["name"] for t in listed.json()["result"]["tools"]}
+    assert "ops__campaigns_find" in {t["name"] for t in listed.json()["result"]["tools"]}

@@ -120,7 +120,7 @@ async def test_the_approval_question_in_the_mcp_client_never_shows_a_secret(mode
         server = build_server(gate, principal=ALICE)
         async with Client(server, mode=mode, elicitation_callback=confirm) as client:
             with anyio.fail_after(10):
-                result = await client.call_tool("psp.charge", {"amount": 700})
+                result = await client.call_tool("psp__charge", {"amount": 700})
     assert not result.is_error
     assert len(shown) == 1
     assert KEY not in shown[0] and f'"api_key": "{REDACTED}"' in shown[0]

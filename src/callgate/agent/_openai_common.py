@@ -74,6 +74,9 @@ class OpenAIModelBase:
     server at ``base_url``.
     """
 
+    name_rule = OPENAI_NAMES
+    """The tool names the provider accepts (the loop names tools in texts its way)."""
+
     names: tuple[str, str] = ("openai", "openai-compatible")
 
     def __init__(

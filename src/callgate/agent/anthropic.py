@@ -101,6 +101,9 @@ class AnthropicModel:
         ValueError: no client, no ``api_key`` and ``ANTHROPIC_API_KEY`` unset.
     """
 
+    name_rule = ANTHROPIC_NAMES
+    """The tool names the provider accepts (the loop names tools in texts its way)."""
+
     def __init__(
         self,
         model: str,

@@ -105,6 +105,9 @@ class GeminiModel:
             (the message names ``GEMINI_API_KEY``).
     """
 
+    name_rule = GEMINI_NAMES
+    """The tool names the provider accepts (the loop names tools in texts its way)."""
+
     def __init__(
         self,
         model: str,

@@ -52,6 +52,7 @@ from callgate.agent.messages import (
     message_to_json,
 )
 from callgate.agent.model import Model, ModelError
+from callgate.agent.names import NameRule, ProviderNames
 from callgate.agent.runs import (
     CallOutcome,
     EventKind,
@@ -63,7 +64,7 @@ from callgate.agent.runs import (
     call_json,
 )
 from callgate.agent.tools import estimate_tokens, result_for, tool_defs
-from callgate.contract import Principal, RiskTier
+from callgate.contract import FULL_NAMES, Principal, RiskTier, ToolNames
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.gate import Gate
 from callgate.store.base import RunRecord, RunStatus
@@ -126,7 +127,25 @@ class Agent:
 
     def _tools(self) -> tuple[ToolDef, ...]:
         # Recomputed per request: toolboxes may change, scopes are checked anyway.
-        return tool_defs(self.gate, self.principal, names=self._tool_names, strict=self._strict)
+        return tool_defs(
+            self.gate,
+            self.principal,
+            names=self._tool_names,
+            strict=self._strict,
+            shown=self._names(),
+        )
+
+    def _names(self) -> ToolNames:
+        """How the model names the tools (its adapter's ``name_rule``), for the
+        texts it reads: a hint to call ``ops.deploy_status`` must say
+        ``ops__deploy_status`` to a model that only knows that name."""
+        rule = getattr(self.model, "name_rule", None)
+        if not isinstance(rule, NameRule):
+            return FULL_NAMES
+        offered = self._tool_names
+        if offered is None:
+            offered = [spec.name for spec in self.gate.tools(self.principal)]
+        return ProviderNames(offered, rule)
 
     def _emit(self, run: RunState, kind: EventKind, text: str = "", **data: Any) -> None:
         if self._on_event is not None:
@@ -339,6 +358,7 @@ class Agent:
             arguments,
             principal=self.principal,
             session_id=f"agent:{run.id}",
+            names=self._names(),
             # One key per write of the run: even two processes resuming the same run
             # cannot make a write twice. Reads are safe to repeat and skip the cost.
             idempotency_key=None if self._is_read(call) else f"{run.id}:{run.turn}:{call.id}",

@@ -52,7 +52,13 @@ class ScriptExhausted(RuntimeError):
 
 @runtime_checkable
 class Model(Protocol):
-    """A model the loop can ask. ``name`` is for traces, e.g. ``anthropic:claude-x``."""
+    """A model the loop can ask. ``name`` is for traces, e.g. ``anthropic:claude-x``.
+
+    A model whose provider renames tools (``ops.deploy_status`` ->
+    ``ops__deploy_status``) also has a ``name_rule`` attribute (a
+    :class:`~callgate.agent.names.NameRule`): the loop then names tools that way
+    in every text the model reads (next steps, hints, descriptions).
+    """
 
     name: str
 

@@ -8,6 +8,11 @@ is as readable as possible (``ops.deploy_status`` -> ``ops__deploy_status``), an
 names that would collide or are too long get a short hash suffix. The mapping is
 deterministic (the same names always map the same way), so a model's call in one
 turn maps back in the next.
+
+The texts the model reads name tools the same way: the agent loop hands the gate
+a :class:`ProviderNames` built with the model's ``name_rule`` from the tools it
+offers, which maps every offered tool exactly as the adapter's per-request map
+does (the two could differ only for names that collide, which get hash suffixes).
 """
 
 from __future__ import annotations
@@ -16,7 +21,14 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-__all__ = ["ANTHROPIC_NAMES", "GEMINI_NAMES", "OPENAI_NAMES", "NameMap", "NameRule"]
+__all__ = [
+    "ANTHROPIC_NAMES",
+    "GEMINI_NAMES",
+    "OPENAI_NAMES",
+    "NameMap",
+    "NameRule",
+    "ProviderNames",
+]
 
 
 class NameRule:
@@ -92,3 +104,26 @@ class NameMap:
         """callgate's name for a provider's ``name``; an unknown one (a model's
         invention) comes back as it is, for the gate to refuse with close matches."""
         return self._back.get(name, name)
+
+
+class ProviderNames:
+    """A provider's names of callgate's tools, as :class:`~callgate.contract.ToolNames`
+    for the agent loop's calls: what the model reads names a tool as the model
+    calls it (``ops__deploy_status``).
+
+    The loop passes the gate callgate's own names (the adapter already mapped
+    the model's call back), so :meth:`full` is the identity.
+
+    Args:
+        names: the tools the model is offered.
+        rule: the model's naming rule; None: the model sees callgate's names.
+    """
+
+    def __init__(self, names: Iterable[str], rule: NameRule | None) -> None:
+        self._map = NameMap(names, rule) if rule is not None else None
+
+    def shown(self, name: str) -> str:
+        return self._map.to_provider(name) if self._map is not None else name
+
+    def full(self, name: str) -> str | None:
+        return name

@@ -8,19 +8,42 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from callgate.agent.messages import ToolCall, ToolDef, ToolResult
-from callgate.contract import Principal, ToolSpec
+from callgate.contract import (
+    FULL_NAMES,
+    Principal,
+    ToolNames,
+    ToolSpec,
+    rename_in_schema,
+    rename_in_text,
+)
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.gate import Gate
 
 __all__ = ["estimate_tokens", "result_for", "tool_def", "tool_defs"]
 
 
-def tool_def(spec: ToolSpec, *, strict: bool = False) -> ToolDef:
-    """The model's view of one tool: model-facing schema, description, examples."""
+def tool_def(
+    spec: ToolSpec,
+    *,
+    strict: bool = False,
+    shown: ToolNames = FULL_NAMES,
+    known: Iterable[str] = (),
+) -> ToolDef:
+    """The model's view of one tool: model-facing schema, description, examples.
+
+    The tools of ``known`` that its texts mention are named as ``shown`` names
+    them (the tool itself keeps callgate's name: the adapter maps it).
+    """
+    description = spec.description
+    schema: dict[str, Any] = dict(spec.input_schema)
+    if shown is not FULL_NAMES:
+        pool = tuple(known)
+        description = rename_in_text(description, pool, shown)
+        schema = rename_in_schema(schema, pool, shown)
     return ToolDef(
         name=spec.name,
-        description=spec.description,
-        input_schema=dict(spec.input_schema),
+        description=description,
+        input_schema=schema,
         strict=strict,
         input_examples=tuple(dict(example) for example in spec.input_examples),
     )
@@ -32,22 +55,24 @@ def tool_defs(
     *,
     names: Iterable[str] | None = None,
     strict: bool = False,
+    shown: ToolNames = FULL_NAMES,
 ) -> tuple[ToolDef, ...]:
     """The tools ``principal`` may call (callgate's own included, e.g. ``read_more``),
-    in name order; with ``names``, only those (unknown names are refused).
+    in name order; with ``names``, only those (unknown names are refused). Their
+    descriptions name the tools they mention as ``shown`` does.
 
     Raises:
         ValueError: a name in ``names`` is not a tool ``principal`` may call.
     """
     specs = gate.tools(principal)
+    known = [spec.name for spec in specs]
     if names is not None:
         wanted = set(names)
-        known = {spec.name for spec in specs}
-        missing = sorted(wanted - known)
+        missing = sorted(wanted - set(known))
         if missing:
             raise ValueError(f"no tool {missing} that {principal.user} may call")
         specs = [spec for spec in specs if spec.name in wanted]
-    return tuple(tool_def(spec, strict=strict) for spec in specs)
+    return tuple(tool_def(spec, strict=strict, shown=shown, known=known) for spec in specs)
 
 
 def estimate_tokens(value: Any) -> int:

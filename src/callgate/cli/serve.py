@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import socket
 import sys
@@ -32,6 +33,8 @@ from callgate.cli._context import (
     store_option,
 )
 from callgate.mcp import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_SEPARATOR,
     LOOPBACK_HOSTS,
     MCP_PATH,
     build_server,
@@ -68,11 +71,32 @@ def serve(
         typer.Option(
             "--unprefixed",
             metavar="TOOLBOX",
-            help="Expose this toolbox's tools without the 'toolbox.' prefix (repeatable); "
-            "for clients that expect fixed tool names.",
+            help="Expose this toolbox's tools without the toolbox prefix (repeatable); "
+            "for clients that expect fixed tool names. Default: the config's [mcp] unprefixed.",
             show_default=False,
         ),
     ] = None,
+    tool_separator: Annotated[
+        str | None,
+        typer.Option(
+            "--tool-separator",
+            metavar="SEP",
+            help=f"What joins toolbox and tool in the names clients see (default "
+            f"{DEFAULT_SEPARATOR!r}: ops{DEFAULT_SEPARATOR}deploy_status; '.' for "
+            "ops.deploy_status, which several hosts and model APIs refuse). Default: the "
+            "config's [mcp] tool_separator.",
+            show_default=False,
+        ),
+    ] = None,
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            "--body-timeout",
+            metavar="SECONDS",
+            min=0.001,
+            help="Seconds a client has to send a request's body (HTTP); then 408.",
+        ),
+    ] = DEFAULT_BODY_TIMEOUT,
 ) -> None:
     """Serve the tools over MCP: Streamable HTTP at http://HOST:PORT/mcp, or --stdio.
 
@@ -82,6 +106,8 @@ def serve(
     keep HTTP on loopback (the default). Requests whose Host or Origin header
     names another host are refused. At startup it prints on stderr the store,
     the principal and the toolboxes it serves.
+
+    Tools are named toolbox__tool (host-safe); each log event is one line.
     """
     with cli_errors():
         cfg = load(ctx, config)
@@ -102,12 +128,14 @@ def serve(
                 server = build_server(
                     gate,
                     principal=who,
-                    unprefixed=unprefixed or (),
+                    tool_separator=tool_separator or cfg.mcp.tool_separator or DEFAULT_SEPARATOR,
+                    unprefixed=unprefixed if unprefixed is not None else cfg.mcp.unprefixed,
                     # stdio serves one client for the life of the process: one session.
                     session_id=f"stdio-{uuid.uuid4().hex}" if stdio else None,
                 )
             except ValueError as exc:
                 raise CliError(str(exc)) from None
+            _one_line_logs()
             for line in startup_summary(gate, who):
                 print(f"callgate: {line}", file=sys.stderr)
             sys.stderr.flush()
@@ -120,7 +148,9 @@ def serve(
                         f"every caller acts as {who.user}",
                         err=True,
                     )
-                asyncio.run(_serve_http(gate, server, host=host, port=port))
+                asyncio.run(
+                    _serve_http(gate, server, host=host, port=port, body_timeout=body_timeout)
+                )
 
 
 async def _serve_stdio(gate: Gate, server: Server[Any]) -> None:
@@ -159,8 +189,36 @@ class _Uvicorn(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-async def _serve_http(gate: Gate, mcp_server: Server[Any], *, host: str, port: int) -> None:
-    app = streamable_http_app(mcp_server, host=host)
+class _OneLine(logging.Formatter):
+    """Every log event on one line: an exception as its type and message, not its
+    stack (a server with many failing clients must not flood its log)."""
+
+    def formatException(self, ei: Any) -> str:
+        exc = ei[1]
+        return f"{type(exc).__name__}: {exc}" if exc is not None else ""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        return " | ".join(line for line in text.splitlines() if line.strip())
+
+
+def _one_line_logs() -> None:
+    """Warnings and errors of the server (callgate, the MCP SDK, uvicorn) on
+    stderr, one line each; stdout stays the stdio transport's."""
+    root = logging.getLogger()
+    if any(isinstance(h.formatter, _OneLine) for h in root.handlers):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine("callgate serve: %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    if root.level == logging.NOTSET or root.level > logging.WARNING:
+        root.setLevel(logging.WARNING)
+
+
+async def _serve_http(
+    gate: Gate, mcp_server: Server[Any], *, host: str, port: int, body_timeout: float
+) -> None:
+    app = streamable_http_app(mcp_server, host=host, body_timeout=body_timeout)
     try:
         # Bound here, not by uvicorn, so the URL (with the real port for --port 0)
         # is printed once connections are accepted into the backlog.
@@ -170,7 +228,8 @@ async def _serve_http(gate: Gate, mcp_server: Server[Any], *, host: str, port: i
         raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     with sock:
         bound = sock.getsockname()[1]
-        server = _Uvicorn(uvicorn.Config(app, log_level="warning", lifespan="on"))
+        # log_config=None: uvicorn's loggers go through the one-line handler too.
+        server = _Uvicorn(uvicorn.Config(app, log_level="warning", lifespan="on", log_config=None))
         async with opened(gate):
             shown = f"[{host}]" if ":" in host else host
             print(f"callgate: serving MCP at http://{shown}:{bound}{MCP_PATH}", file=sys.stderr)

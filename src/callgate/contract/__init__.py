@@ -16,11 +16,20 @@ from callgate.contract.context import (
 from callgate.contract.function import FunctionHandler, spec_from_function
 from callgate.contract.handles import Handle, HandleConflict, HandleKind, Handles, UnknownHandle
 from callgate.contract.identity import InvalidIdentity
-from callgate.contract.naming import InvalidToolName, check_tool_name, qualify
+from callgate.contract.naming import (
+    FULL_NAMES,
+    InvalidToolName,
+    ToolNames,
+    check_tool_name,
+    qualify,
+    rename_in_schema,
+    rename_in_text,
+)
 from callgate.contract.spec import ToolHandler, ToolSpec
 from callgate.contract.toolbox import DuplicateTool, Toolbox, tool
 
 __all__ = [
+    "FULL_NAMES",
     "LOG_LEVELS",
     "REDACTED",
     "Audio",
@@ -44,6 +53,7 @@ __all__ = [
     "ToolAnnotations",
     "ToolContext",
     "ToolHandler",
+    "ToolNames",
     "ToolSink",
     "ToolSpec",
     "Toolbox",
@@ -53,6 +63,8 @@ __all__ = [
     "check_tool_name",
     "derive_risk",
     "qualify",
+    "rename_in_schema",
+    "rename_in_text",
     "spec_from_function",
     "tool",
 ]

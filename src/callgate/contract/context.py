@@ -23,6 +23,7 @@ import anyio.from_thread
 
 from callgate.contract.handles import Handles, HandleStore
 from callgate.contract.identity import canonical, canonical_optional, canonical_set
+from callgate.contract.naming import FULL_NAMES, ToolNames
 from callgate.errors import ConstructionError, ErrorKind, ToolError
 
 logger = logging.getLogger(__name__)
@@ -296,6 +297,18 @@ class ToolContext:
         default_factory=_BACKGROUND.get, repr=False, compare=False
     )
     """How this call moves to the background, if its caller can take that."""
+    names: ToolNames = field(default=FULL_NAMES, repr=False, compare=False)
+    """How the caller names tools (see :meth:`shown`)."""
+
+    def shown(self, name: str) -> str:
+        """The name the caller knows the tool ``name`` by: write it in a message
+        that tells the model to call another tool (``ops__campaigns_find`` over
+        MCP, where the gate knows ``ops.campaigns_find``). A name without a
+        toolbox is one of this tool's toolbox.
+        """
+        if "." not in name and "." in self.tool:
+            name = f"{self.tool.rsplit('.', 1)[0]}.{name}"
+        return self.names.shown(name)
 
     async def run_in_background(self) -> bool:
         """Let the rest of this call run in the background, if its caller can take that.

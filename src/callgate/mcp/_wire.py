@@ -42,14 +42,24 @@ def output_schema(spec: ToolSpec) -> dict[str, Any] | None:
     return wrapped
 
 
-def tool(spec: ToolSpec, *, name: str | None = None) -> types.Tool:
-    """The MCP ``Tool`` for ``spec``: model-facing schemas only, trusted fields absent."""
+def tool(
+    spec: ToolSpec,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: Mapping[str, Any] | None = None,
+) -> types.Tool:
+    """The MCP ``Tool`` for ``spec``: model-facing schemas only, trusted fields absent.
+
+    ``name``, ``description`` and ``input_schema`` replace the spec's own (the
+    server's names for the tool and for the tools its texts mention).
+    """
     annotations = spec.annotations.to_mcp()
     return types.Tool(
         name=name or spec.name,
         title=spec.title,
-        description=spec.description,
-        input_schema=dict(spec.input_schema),
+        description=description if description is not None else spec.description,
+        input_schema=dict(input_schema if input_schema is not None else spec.input_schema),
         output_schema=output_schema(spec),
         annotations=types.ToolAnnotations.model_validate(annotations) if annotations else None,
     )

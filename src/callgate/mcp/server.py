@@ -37,7 +37,6 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
-from starlette.requests import Request
 
 from callgate import __version__
 from callgate.contract import Principal
@@ -45,7 +44,10 @@ from callgate.mcp import _wire
 from callgate.mcp._approval import Confirmation
 from callgate.mcp._context import ContextHandlers
 from callgate.mcp._events import MemoryEventStore, SessionEvents
+from callgate.mcp._http import DEFAULT_BODY_TIMEOUT, HttpEdge
 from callgate.mcp._input import ClientInputSink, ReplayGuard
+from callgate.mcp._names import DEFAULT_SEPARATOR, WireNames
+from callgate.mcp._sessions import Sessions
 from callgate.mcp.tasks import TaskRunner
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.gate import Gate
@@ -61,7 +63,6 @@ __all__ = [
 
 MCP_PATH = "/mcp"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
-_SESSION_HEADER = "mcp-session-id"
 # How long a client whose SSE stream dropped waits before it reconnects (milliseconds).
 SSE_RETRY_MS = 1000
 
@@ -76,45 +77,6 @@ def default_principal(gate: Gate, *, user: str = "local", tenant: str | None = "
         scopes.update(scope for resource in box.resources for scope in resource.scopes)
         scopes.update(scope for prompt in box.prompts for scope in prompt.scopes)
     return Principal(user, tenant=tenant, scopes=scopes)
-
-
-class WireNames:
-    """Tool names on the wire: full ``toolbox.tool`` names, or bare ones for the
-    toolboxes served unprefixed. Recomputed when a toolbox changes."""
-
-    def __init__(self, gate: Gate, unprefixed: Iterable[str]) -> None:
-        self._gate = gate
-        self._unprefixed = frozenset(unprefixed)
-        unknown = self._unprefixed - {box.name for box in gate.registry.toolboxes}
-        if unknown:
-            raise ValueError(f"no toolbox named {sorted(unknown)} to serve unprefixed")
-        self._bare: dict[str, str] = {}
-        self._refresh()
-        for box in gate.registry.toolboxes:
-            box.on_change(lambda _box: self._refresh())
-
-    def _refresh(self) -> None:
-        bare: dict[str, str] = {}
-        full_names = {spec.name for spec in self._gate.tools()}
-        for spec in self._gate.tools():
-            if spec.toolbox not in self._unprefixed:
-                continue
-            local = spec.local_name
-            if local in bare or local in full_names:
-                raise ValueError(
-                    f"serving {spec.name!r} as {local!r} would clash with another tool"
-                )
-            bare[local] = spec.name
-        self._bare = bare
-
-    def wire(self, full: str) -> str:
-        spec = self._gate.registry.get(full)
-        if spec is not None and spec.toolbox in self._unprefixed:
-            return spec.local_name
-        return full
-
-    def full(self, wire: str) -> str:
-        return self._bare.get(wire, wire)
 
 
 class ToolListChanges:
@@ -240,21 +202,15 @@ class _Server(Server[Any]):
         )
 
 
-def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
-    """The Streamable HTTP session id of a 2025-11-25 connection; None elsewhere."""
-    request = ctx.request
-    if isinstance(request, Request):
-        return request.headers.get(_SESSION_HEADER)
-    return None
-
-
 def build_server(
     gate: Gate,
     *,
     principal: Principal,
     name: str = "callgate",
+    tool_separator: str = DEFAULT_SEPARATOR,
     unprefixed: Iterable[str] = (),
     session_id: str | None = None,
+    session_key: bytes | None = None,
     request_state: RequestStateSecurity | None = None,
     task_lease: timedelta = timedelta(seconds=30),
 ) -> Server[Any]:
@@ -267,11 +223,16 @@ def build_server(
         gate: the gate every call goes through.
         principal: the caller every request is made for (see the module docs).
         name: the server name reported to clients.
-        unprefixed: toolboxes whose tools are exposed without the ``toolbox.``
+        tool_separator: what joins toolbox and tool in the names clients see
+            (``toolbox__tool`` by default: hosts and model APIs refuse dots;
+            ``.`` serves the full names). See :mod:`callgate.mcp._names`.
+        unprefixed: toolboxes whose tools are exposed without the toolbox
             prefix (e.g. for clients that expect fixed names); the audit, policy
             and Envelopes keep the full names.
-        session_id: the session of calls that carry none of their own (stdio:
-            one process serves one conversation).
+        session_id: one session for every call (stdio: one process serves one
+            conversation); otherwise see :mod:`callgate.mcp._sessions`.
+        session_key: the secret session ids are derived with (random by
+            default); give replicas of one server the same one.
         request_state: how the ``requestState`` of 2026-07-28 ``input_required``
             results is sealed (the SDK's policy); by default a key made now and
             held by this process only, so with several replicas pass
@@ -295,19 +256,24 @@ def build_server(
     (``notifications/cancelled``, or a closed 2026-07-28 response stream) is
     cancelled by the SDK; the gate records the call before the cancellation goes on.
 
+    Texts the model reads (errors, next steps, hints, tool descriptions) name
+    tools as this server shows them. An unknown tool name is a protocol error
+    (``-32602``, with close matches in its message), as both protocol versions
+    specify; the call is still audited.
+
     Raises:
         ValueError: two exposed names (tools, resource URIs or prompt names)
-            would be the same.
+            would be the same, a tool's name would be over 64 characters, or
+            the separator is not made of ``_``, ``-`` and ``.``.
     """
-    names = WireNames(gate, unprefixed)
+    names = WireNames(gate, separator=tool_separator, unprefixed=unprefixed)
+    sessions = Sessions(principal, key=session_key, fixed=session_id)
     binding = f"{principal.tenant or ''}/{principal.user}"
     security = request_state or RequestStateSecurity(
         keys=[secrets.token_bytes(32)], bind_principal=lambda _ctx: binding
     )
     replay = ReplayGuard(security.ttl)
-    context = ContextHandlers(
-        gate, principal, replay=replay, session_of=lambda ctx: _session_id(ctx) or session_id
-    )
+    context = ContextHandlers(gate, principal, replay=replay, session_of=sessions.of)
     resources = context.has_resources
     prompts = context.has_prompts
 
@@ -327,7 +293,15 @@ def build_server(
         built_for = generation[0]
         cached = listing.get(built_for)
         if cached is None:
-            tools = [_wire.tool(spec, name=names.wire(spec.name)) for spec in gate.tools(principal)]
+            tools = [
+                _wire.tool(
+                    spec,
+                    name=names.shown(spec.name),
+                    description=names.describe(spec.description),
+                    input_schema=names.schema(spec.input_schema),
+                )
+                for spec in gate.tools(principal)
+            ]
             cached = (tools, {tool.name: tool.input_schema for tool in tools})
             if generation[0] == built_for:
                 listing[built_for] = cached
@@ -347,6 +321,9 @@ def build_server(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         full = names.full(params.name)
+        session = sessions.of(ctx)
+        if full is None:
+            raise await _unknown_tool(gate, params, principal, session, names)
         sink = ClientInputSink(
             ctx, logger=params.name, min_level=context.log_level, params=params, replay=replay
         )
@@ -359,11 +336,12 @@ def build_server(
             # Every round, and the run after an approval, passes the whole chain:
             # the approved call is authorized again before it runs.
             return await gate.call(
-                full,
+                params.name,
                 params.arguments or {},
                 principal=principal,
-                session_id=_session_id(ctx) or session_id,
+                session_id=session,
                 sink=sink,
+                names=names,
             )
 
         envelope = await run()
@@ -388,6 +366,14 @@ def build_server(
                     input_requests=sink.pending, request_state=sink.request_state()
                 )
         return _wire.call_result(envelope, gate.registry.get(full))
+
+    async def resume_task(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        # A task is resumed with the full tool name it was stored under.
+        if names.full(params.name) is None and gate.registry.get(params.name) is not None:
+            params = params.model_copy(update={"name": names.shown(params.name)})
+        return await call_tool(ctx, params)
 
     changes = ToolListChanges()
     for box in gate.registry.toolboxes:
@@ -420,7 +406,12 @@ def build_server(
     server.middleware.append(RequestStateBoundary(security, default_audience=name))
     # Task-tagged tools run as durable tasks where the client declares the extension.
     TaskRunner(
-        gate, principal=principal, wire_to_full=names.full, call_tool=call_tool, lease=task_lease
+        gate,
+        principal=principal,
+        # An unknown name is no task: "" names no tool.
+        wire_to_full=lambda wire: names.full(wire) or "",
+        call_tool=resume_task,
+        lease=task_lease,
     ).install(server)
     # Registered apart: the constructor's on_set_logging_level warns that logging
     # is deprecated at 2026-07-28, but 2025-11-25 clients still send it.
@@ -431,6 +422,28 @@ def build_server(
         "notifications/initialized", types.NotificationParams, changes.initialized
     )
     return server
+
+
+async def _unknown_tool(
+    gate: Gate,
+    params: types.CallToolRequestParams,
+    principal: Principal,
+    session: str,
+    names: WireNames,
+) -> MCPError:
+    """The protocol error for a tool this server does not show, after the chain
+    has audited the attempt and written its close matches."""
+    envelope = await gate.call(
+        params.name,
+        params.arguments or {},
+        principal=principal,
+        session_id=session,
+        names=names,
+    )
+    message = envelope.error.message_for_model if envelope.error else "Unknown tool"
+    return MCPError(
+        types.INVALID_PARAMS, message, {"name": params.name, "callgate/callId": envelope.call_id}
+    )
 
 
 def _security(host: str) -> TransportSecuritySettings:
@@ -453,6 +466,7 @@ def streamable_http_app(
     resumable: bool = True,
     event_store: MemoryEventStore | None = None,
     retry_ms: int = SSE_RETRY_MS,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
 ) -> Starlette:
     """An ASGI app serving ``server`` over Streamable HTTP at ``/mcp``.
 
@@ -474,6 +488,10 @@ def streamable_http_app(
             :class:`MemoryEventStore` with its default bounds, for this app only.
         retry_ms: how long a client waits before reconnecting (the SSE ``retry``
             field), in milliseconds.
+        body_timeout: seconds a client has to send a request's whole body
+            (``408`` after that). Request bodies, duplicate request ids and
+            session ids on error responses are handled by
+            :class:`~callgate.mcp._http.HttpEdge`.
     """
     store = None
     if resumable:
@@ -487,6 +505,8 @@ def streamable_http_app(
     )
     if store is not None:
         app.add_middleware(SessionEvents, store=store)
+    # Added last, so it runs first: before the SDK reads a body or opens a session.
+    app.add_middleware(HttpEdge, body_timeout=body_timeout)
     return app
 
 

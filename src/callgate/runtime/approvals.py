@@ -31,6 +31,9 @@ from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status
 from callgate.runtime.policy import Effect, Verdict, activation
 from callgate.store import ApprovalRecord, AuditRecord, Store
 
+APPROVAL_STATUS_TOOL = "callgate.approval_status"
+"""The built-in tool that tells where an approval request stands."""
+
 
 class ApprovalError(Exception):
     """A decision that cannot be taken.
@@ -79,8 +82,8 @@ def pending_envelope(call: Call, record: ApprovalRecord) -> Envelope:
             ),
             next_step=(
                 f"Tell the user that request {record.id} awaits approval. Once it is approved, "
-                f"call {call.spec.name} again with exactly the same arguments; do not change "
-                "them, or a new approval is needed."
+                f"call {call.shown(call.spec.name)} again with exactly the same arguments; do "
+                "not change them, or a new approval is needed."
             ),
             retryable=False,
         ),
@@ -213,7 +216,7 @@ async def consume(call: Call) -> Envelope | None:
             ErrorKind.BUSINESS_STATE,
             f"Approval {approval_id} was just used by another run of this same request "
             f"({record.used_by_call}); it covers one run only.",
-            next_step=f"Check its result with callgate.approval_status ({approval_id}) "
+            next_step=f"Check its result with {call.shown(APPROVAL_STATUS_TOOL)} ({approval_id}) "
             "instead of calling again.",
         )
     assert call.decision is not None

@@ -47,8 +47,8 @@ def builtin_toolbox(store: Store, limits: Limits, registry: Registry) -> Toolbox
     async def read_more(cursor: str, ctx: ToolContext) -> ResultPage:
         """Read the next part of a tool result that was truncated.
 
-        Use it when a result says 'truncated: ... call callgate.read_more with cursor ...'
-        and you need more than what was shown. Do not use it to re-run a tool: it only
+        Use it when a result says it was truncated and gives a cursor, and you need
+        more than what was shown. Do not use it to re-run a tool: it only
         reads a result kept from an earlier call, for about a day.
 
         Args:
@@ -128,7 +128,7 @@ def builtin_toolbox(store: Store, limits: Limits, registry: Registry) -> Toolbox
         state = effective_state(record)
         out: dict[str, Any] = {
             "approval_id": record.id,
-            "tool": record.tool,
+            "tool": ctx.shown(record.tool),
             "state": state,
             "reason": record.reason,
             "expires_at": record.expires_at.isoformat(),
@@ -137,7 +137,9 @@ def builtin_toolbox(store: Store, limits: Limits, registry: Registry) -> Toolbox
             out["decided_by"] = record.decided_by
             out["note"] = record.note
         if state == "approved":
-            out["next_step"] = f"Call {record.tool} again with exactly the same arguments."
+            out["next_step"] = (
+                f"Call {ctx.shown(record.tool)} again with exactly the same arguments."
+            )
         if record.result is not None:
             out["result"] = {
                 "status": record.result.get("status"),

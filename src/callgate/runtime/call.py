@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from callgate.contract import Principal, ToolSink, ToolSpec
+from callgate.contract import FULL_NAMES, Principal, ToolNames, ToolSink, ToolSpec
 from callgate.errors import ErrorKind, default_next_step
 from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status, Timing
 from callgate.runtime.redaction import redact
@@ -81,6 +81,9 @@ class Call:
     timeout: float | None = None
     sink: ToolSink | None = None
     """Where the running tool's progress and log messages go (its ToolContext)."""
+    names: ToolNames = FULL_NAMES
+    """How the caller names tools: ``tool_name`` is its name, and every text
+    written for it names tools with :meth:`shown`."""
     call_id: str = field(default_factory=lambda: new_id("call"))
     trace_id: str = field(default_factory=lambda: os.urandom(16).hex())
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -115,6 +118,10 @@ class Call:
     """Set only on the call that registered the key's in-flight entry."""
     idempotency_owner: bool = False
     inflight: InFlight | None = None
+
+    def shown(self, name: str) -> str:
+        """The caller's name for the full tool name ``name``, for model-facing texts."""
+        return self.names.shown(name)
 
     @property
     def elapsed_ms(self) -> float:

@@ -44,11 +44,11 @@ async def bind(call: Call) -> Envelope | None:
     assert spec is not None and spec.change is not None
     preview_id = call.arguments.get(PREVIEW_ID)
     record = await call.services.store.get_preview(preview_id) if preview_id else None
-    again = f"Call {spec.change.preview_tool} again to get a new preview_id."
+    again = f"Call {call.shown(spec.change.preview_tool)} again to get a new preview_id."
     if record is None or record.change != spec.change.apply_tool:
         return call.fail(
             ErrorKind.CONSTRUCTION,
-            f"Unknown preview_id {preview_id!r} for {spec.change.apply_tool}.",
+            f"Unknown preview_id {preview_id!r} for {call.shown(spec.change.apply_tool)}.",
             next_step=f"Use the preview_id exactly as returned. {again}",
         )
     if not access.owns(call.principal, record):
@@ -147,7 +147,7 @@ async def check_unchanged(call: Call) -> Envelope | None:
     previewer = spec.change.previewer
     if previewer is None:
         return None
-    again = f"Call {spec.change.preview_tool} again and show the user the new impact."
+    again = f"Call {call.shown(spec.change.preview_tool)} again and show the user the new impact."
     try:
         now = await _run_helper(call, previewer)
     except ToolError as exc:
@@ -181,7 +181,9 @@ async def after_preview(call: Call, impact: Any) -> dict[str, Any]:
         apply_spec,
         lambda: activation(apply_spec, bound, call.principal, call.session_id, impact=impact),
     )
-    verdict = await trifecta.guard_for(services.store, apply_spec, call.session_id, verdict)
+    verdict = await trifecta.guard_for(
+        services.store, apply_spec, call.session_id, verdict, shown=call.shown
+    )
     needs_human = verdict.effect is Effect.REQUIRE_APPROVAL or (
         verdict.effect is Effect.AUTO_APPROVE and not apply_spec.trusted_source
     )
@@ -232,12 +234,12 @@ async def after_preview(call: Call, impact: Any) -> dict[str, Any]:
         out["next_step"] = (
             f"This change needs a human's approval ({approval.reason}); an approval request "
             f"has been filed: {approval.id}. Tell the user. Once it is approved, call "
-            f"{apply_spec.name} with this preview_id."
+            f"{call.shown(apply_spec.name)} with this preview_id."
         )
         return out
     out["next_step"] = (
-        f"Show the user the impact. To make exactly this change, call {apply_spec.name} "
-        f"with this preview_id before it expires."
+        "Show the user the impact. To make exactly this change, call "
+        f"{call.shown(apply_spec.name)} with this preview_id before it expires."
     )
     return out
 

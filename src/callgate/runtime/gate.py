@@ -13,7 +13,7 @@ from typing import Any, Literal, Self
 import platformdirs
 
 from callgate import access
-from callgate.contract import Principal, Toolbox, ToolSink, ToolSpec
+from callgate.contract import Principal, Toolbox, ToolNames, ToolSink, ToolSpec
 from callgate.errors import ErrorKind
 from callgate.runtime import pipeline
 from callgate.runtime._sync import LoopThread, closed, closes_at_exit
@@ -162,6 +162,7 @@ class Gate:
         timeout: float | None = None,
         trace_id: str | None = None,
         sink: ToolSink | None = None,
+        names: ToolNames | None = None,
     ) -> Envelope:
         """Run one call through the chain and return its Envelope.
 
@@ -171,7 +172,8 @@ class Gate:
         no result is returned without its audit record).
 
         Args:
-            tool: the full tool name (``toolbox.tool``).
+            tool: the full tool name (``toolbox.tool``), or with ``names`` the
+                caller's name for it.
             arguments: the model-filled arguments, as a mapping or JSON text.
             principal: the authenticated caller; trusted fields come from it.
             session_id: groups calls of one conversation (duplicate limit, retry budget).
@@ -180,6 +182,10 @@ class Gate:
             trace_id: to join an existing trace; a new one otherwise.
             sink: receives the tool's progress and log messages while it runs
                 (``ToolContext.report_progress`` / ``log``); dropped without one.
+            names: how the caller names tools (an MCP host, a provider's model):
+                ``tool`` is looked up through it, and every text the model reads
+                (close matches, next steps, hints) names tools its way. The
+                Envelope, the audit and policy keep the full names.
         """
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
@@ -195,6 +201,8 @@ class Gate:
             timeout=timeout,
             sink=sink,
         )
+        if names is not None:
+            call.names = names
         if trace_id:
             call.trace_id = trace_id
         self._running += 1
@@ -224,6 +232,7 @@ class Gate:
         idempotency_key: str | None = None,
         timeout: float | None = None,
         trace_id: str | None = None,
+        names: ToolNames | None = None,
     ) -> Envelope:
         """``call`` for synchronous code (runs on the gate's own event loop thread).
 
@@ -242,6 +251,7 @@ class Gate:
                 idempotency_key=idempotency_key,
                 timeout=timeout,
                 trace_id=trace_id,
+                names=names,
             )
 
         return loop.call(_go)

@@ -85,7 +85,7 @@ def _gateway_failure(call: Call) -> Envelope:
     if ran and call.spec is not None and not call.spec.effective_annotations.read_only:
         return call.fail(
             ErrorKind.UNKNOWN_OUTCOME,
-            f"{call.spec.name} ran, but the gateway failed while preparing its result "
+            f"{call.shown(call.spec.name)} ran, but the gateway failed while preparing its result "
             f"(reference {call.call_id}); the change may have been made.",
             next_step="Do not retry. Check the current state before doing anything else.",
             detail_ref=call.call_id,

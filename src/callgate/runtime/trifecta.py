@@ -10,7 +10,7 @@ kept in the store, so every replica sees it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
 from callgate.contract import ToolSpec
@@ -44,16 +44,27 @@ def can_exfiltrate(spec: ToolSpec) -> bool:
 async def guard(call: Call, verdict: Verdict) -> Verdict:
     """Upgrade an allow to require_approval when the trifecta would be complete."""
     assert call.spec is not None
-    upgraded = await guard_for(call.services.store, call.spec, call.session_id, verdict)
+    upgraded = await guard_for(
+        call.services.store, call.spec, call.session_id, verdict, shown=call.shown
+    )
     if upgraded is not verdict:
         call.detail["trifecta"] = upgraded.reason
     return upgraded
 
 
 async def guard_for(
-    store: Store, spec: ToolSpec, session_id: str | None, verdict: Verdict
+    store: Store,
+    spec: ToolSpec,
+    session_id: str | None,
+    verdict: Verdict,
+    *,
+    shown: Callable[[str], str] = str,
 ) -> Verdict:
-    """The trifecta check for a call of ``spec`` in ``session_id`` (see module docs)."""
+    """The trifecta check for a call of ``spec`` in ``session_id`` (see module docs).
+
+    ``shown`` names tools in the reason as the caller sees them (the reason is
+    in the text the model reads).
+    """
     if verdict.effect is Effect.DENY or not session_id or not can_exfiltrate(spec):
         return verdict
     seen = await store.session_taints(session_id)
@@ -62,8 +73,9 @@ async def guard_for(
     return Verdict(
         effect=Effect.REQUIRE_APPROVAL,
         reason=(
-            f"this session has read private data (via {seen[PRIVATE]}) and taken in "
-            f"untrusted content (via {seen[UNTRUSTED]}); {spec.name} can send data out, so "
+            f"this session has read private data (via {shown(seen[PRIVATE])}) and taken in "
+            f"untrusted content (via {shown(seen[UNTRUSTED])}); {shown(spec.name)} can send "
+            "data out, so "
             "a human must check what is being sent"
         ),
         rule="lethal-trifecta",

@@ -13,7 +13,7 @@ async def authorize(call: Call) -> Envelope | None:
     if spec.tenants is not None and call.principal.tenant not in spec.tenants:
         return call.fail(
             ErrorKind.PERMISSION,
-            f"{spec.name} is not available to your organization.",
+            f"{call.shown(spec.name)} is not available to your organization.",
             next_step="Do not retry. Tell the user this tool is not enabled for them.",
         )
     missing = sorted(spec.scopes - call.principal.scopes)
@@ -23,8 +23,8 @@ async def authorize(call: Call) -> Envelope | None:
     plural = "s" if len(missing) > 1 else ""
     return call.fail(
         ErrorKind.PERMISSION,
-        f"You are not allowed to call {spec.name}: it needs the scope{plural} {needed}, "
-        f"which {call.principal.user!r} does not have.",
+        f"You are not allowed to call {call.shown(spec.name)}: it needs the scope{plural} "
+        f"{needed}, which {call.principal.user!r} does not have.",
         next_step="Do not retry. Tell the user which permission is missing; an "
         "administrator can grant it.",
     )

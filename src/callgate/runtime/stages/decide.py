@@ -39,7 +39,7 @@ async def decide(call: Call) -> Envelope | None:
         reason = verdict.reason or "the gateway's policy does not allow it"
         return call.fail(
             ErrorKind.PERMISSION,
-            f"This call to {spec.name} was refused: {reason}.",
+            f"This call to {call.shown(spec.name)} was refused: {reason}.",
             next_step="Do not retry the same request. Explain this to the user, or hand over "
             "to a human.",
         )

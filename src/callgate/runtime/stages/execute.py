@@ -71,9 +71,9 @@ async def execute(call: Call) -> Envelope | None:
         if seen >= limit:
             return call.fail(
                 ErrorKind.BUSINESS_STATE,
-                f"{spec.name} was already called {seen} times in this session with exactly "
-                "these arguments and succeeded; calling it again will not give a different "
-                "answer.",
+                f"{call.shown(spec.name)} was already called {seen} times in this session with "
+                "exactly these arguments and succeeded; calling it again will not give a "
+                "different answer.",
                 next_step="Use the result you already have, or change the arguments.",
             )
 
@@ -288,6 +288,7 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
         attempt=call.attempts,
         sink=_extending(call.sink, extend),
         handle_store=call.services.store,
+        names=call.names,
     )
     handler = spec.handler
     if spec.change is not None and spec.change.performer is not None:
@@ -303,7 +304,8 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
     except _Unresponsive as exc:
         return _Failure(
             ErrorKind.TRANSIENT,
-            f"{spec.name} is not responding: {exc.args[0]} earlier calls are still running.",
+            f"{call.shown(spec.name)} is not responding: {exc.args[0]} earlier calls are "
+            "still running.",
             next_step="Wait a few minutes before trying again; if it persists, tell the user "
             "the tool is unresponsive.",
             retry_after=None,
@@ -331,18 +333,19 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
         if spec.retry_safe:
             return _Failure(
                 ErrorKind.TRANSIENT,
-                f"{spec.name} did not answer {within}.",
+                f"{call.shown(spec.name)} did not answer {within}.",
                 stuck=not handler.is_async,
                 next_step="Try again in a moment; if it keeps timing out, narrow the request.",
             )
         check = (
-            f"call {spec.change.status_tool} with the same preview_id"
+            f"call {call.shown(spec.change.status_tool)} with the same preview_id"
             if spec.change is not None
             else "check the current state (with a read or status tool)"
         )
         return _Failure(
             ErrorKind.UNKNOWN_OUTCOME,
-            f"{spec.name} did not answer {within}. The change may or may not have been made.",
+            f"{call.shown(spec.name)} did not answer {within}. The change may or may not "
+            "have been made.",
             next_step=f"Do not retry. First {check} to see whether the change happened.",
         )
     except Exception as exc:
@@ -353,7 +356,7 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
         }
         return _Failure(
             ErrorKind.UNRECOVERABLE,
-            f"{spec.name} failed with an internal error (reference {call.call_id}).",
+            f"{call.shown(spec.name)} failed with an internal error (reference {call.call_id}).",
             next_step="Do not retry. Tell the user the action could not be completed and "
             f"give them the reference {call.call_id}.",
             detail_ref=call.call_id,

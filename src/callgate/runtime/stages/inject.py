@@ -24,9 +24,9 @@ async def inject(call: Call) -> Envelope | None:
         if value is None:
             return call.fail(
                 ErrorKind.PERMISSION,
-                f"{spec.name} acts on behalf of a known {source.removesuffix('_id')}, and "
-                f"this call was made without one ({source!r} is set by the server from "
-                "the signed-in identity, not by you).",
+                f"{call.shown(spec.name)} acts on behalf of a known "
+                f"{source.removesuffix('_id')}, and this call was made without one "
+                f"({source!r} is set by the server from the signed-in identity, not by you).",
                 next_step="Do not retry. Tell the user to sign in with an account that has "
                 f"a {source.removesuffix('_id')}.",
             )

@@ -9,12 +9,15 @@ from callgate.runtime.suggest import did_you_mean
 
 
 async def resolve(call: Call) -> Envelope | None:
-    spec = call.services.registry.get(call.tool_name)
+    # The caller's name, through the caller's naming: a host that sees
+    # ops__deploy_status has no tool ops.deploy_status.
+    full = call.names.full(call.tool_name)
+    spec = call.services.registry.get(full) if full is not None else None
     if spec is not None:
         call.spec = spec
         return None
-    # Suggest only tools this caller could actually use.
-    names = [s.name for s in call.services.registry.specs(call.principal)]
+    # Suggest only tools this caller could actually use, as it names them.
+    names = [call.shown(s.name) for s in call.services.registry.specs(call.principal)]
     return call.fail(
         ErrorKind.CONSTRUCTION,
         f"Unknown tool {call.tool_name!r}." + did_you_mean(call.tool_name, names),

@@ -52,6 +52,6 @@ async def shape(call: Call) -> Envelope | None:
             total=pg.total,
             unit=pg.unit,
             cursor=cursor,
-            notice=notice(pg, cursor, READ_MORE_TOOL),
+            notice=notice(pg, cursor, call.shown(READ_MORE_TOOL)),
         ),
     )

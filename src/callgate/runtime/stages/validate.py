@@ -53,7 +53,7 @@ async def validate(call: Call) -> Envelope | None:
         return call.fail(
             ErrorKind.CONSTRUCTION,
             " ".join(messages),
-            next_step=f"Fix the arguments and call {spec.name} again." + _example(call),
+            next_step=f"Fix the arguments and call {call.shown(spec.name)} again." + _example(call),
         )
     try:
         call.prepared, call.arguments = spec.handler.prepare(args)
@@ -61,7 +61,7 @@ async def validate(call: Call) -> Envelope | None:
         return call.fail(
             ErrorKind.CONSTRUCTION,
             " ".join(pydantic_messages(exc)),
-            next_step=f"Fix the arguments and call {spec.name} again." + _example(call),
+            next_step=f"Fix the arguments and call {call.shown(spec.name)} again." + _example(call),
         )
     except ConstructionError as exc:
         return call.fail(ErrorKind.CONSTRUCTION, exc.message, next_step=exc.next_step)
