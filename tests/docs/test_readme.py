@@ -30,6 +30,7 @@ from ..cli.test_run import callgate_run, fake_openai, text, tool_call
 from .readme import README, ROOT, Step, block, blocks, callgate_bin, commands, run_shell
 
 EXPECTED_BLOCKS = {
+    ("Two commands", "bash"): 1,
     ("Install", "bash"): 2,
     ("Your first ten minutes", "bash"): 1,
     ("Your first ten minutes", "python"): 2,
@@ -58,6 +59,16 @@ def user_env(tmp_path: Path) -> dict[str, str]:
 
 def run(section: str, tmp_path: Path, env: dict[str, str], index: int = 0) -> list[Step]:
     return run_shell(commands(block(section, "bash", index).text), tmp_path, env)
+
+
+# Two commands ---------------------------------------------------------------------
+def test_the_two_commands_are_the_main_job_and_the_suite() -> None:
+    main_job, suite = commands(block("Two commands", "bash").text)
+    assert main_job.split("#")[0].split() == ["bash", "scripts/run.sh"]
+    assert suite.split("#")[0].split() == ["bash", "scripts/test.sh"]
+    assert (ROOT / "scripts" / "run.sh").exists() and (ROOT / "scripts" / "test.sh").exists()
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "scripts/test.sh" in ci
 
 
 # Install --------------------------------------------------------------------------
