@@ -23,6 +23,7 @@ from callgate.runtime.call import Call, Limits, hash_json, new_id
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.policy import Policy
 from callgate.runtime.registry import Registry
+from callgate.runtime.runner import Runner
 from callgate.runtime.services import Services
 from callgate.runtime.stages.shape import READ_MORE_TOOL
 from callgate.store import AuditRecord, GroupCommitter, MemoryStore, SQLStore, Store
@@ -89,6 +90,8 @@ class Gate:
         if self.registry.get(READ_MORE_TOOL) is None:
             self.registry.add(builtin_toolbox(self.store, self.limits, self.registry))
         self._context = dict(context or {})
+        self.runner = Runner()
+        """Runs tool, resource and prompt code under its deadline and caps."""
         self._services: Services | None = None
         self._running = 0
         self._idle = asyncio.Event()
@@ -111,6 +114,7 @@ class Gate:
             await self.store.open()
             committer = GroupCommitter(self.store)
             await committer.start()
+            self.runner.start()
             self._services = Services(
                 registry=self.registry,
                 store=self.store,
@@ -118,12 +122,16 @@ class Gate:
                 policy=self.policy,
                 limits=self.limits,
                 context=self._context,
+                runner=self.runner,
             )
 
     async def aclose(self) -> None:
         """Wait for calls in flight, flush queued audit records, close the store."""
         # Closing under running calls would lose their audit records.
         await self._idle.wait()
+        if self._services is not None:
+            # Late records of stray tool work go out while the gate is still open.
+            await self.runner.aclose()
         services, self._services = self._services, None
         if services is not None:
             await services.committer.aclose()
