@@ -1,5 +1,5 @@
 """The runner's limits against tool code that misbehaves: hangs, bursts, ignored
-cancellation, a blocked event loop; the same limits for change helpers."""
+cancellation, a blocked event loop; the same limits for change helpers and reads."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from datetime import UTC, datetime, timedelta
 
 import anyio
 import pytest
+from mcp import Client, MCPError
 
 from callgate import ErrorKind, Gate, Limits, Toolbox, ToolContext
 from callgate.cli.audit_view import summarize
+from callgate.mcp import build_server
 from callgate.runtime.envelope import Envelope
 from callgate.store import MemoryStore
 
@@ -146,10 +148,14 @@ def stubborn_box(finish: asyncio.Event, effects: list[str], *, timeout: float) -
     box = Toolbox("s")
 
     async def ignore_cancellation(name: str) -> str:
+        ignored = 0
         while not finish.is_set():
             try:
                 await finish.wait()
             except asyncio.CancelledError:
+                ignored += 1
+                if ignored > 100:  # a caller that cancels again and again: stop spinning
+                    raise
                 effects.append(f"{name}: cancel ignored")
         effects.append(f"{name}: done")
         return "written"
@@ -328,3 +334,87 @@ async def test_change_helpers_run_under_the_tools_deadline_and_cap() -> None:
     assert verifying == CAP
     assert all(s.error is not None and s.error.kind is ErrorKind.TRANSIENT for s in statuses)
     assert "not responding" in statuses[-1].error.message_for_model  # type: ignore[union-attr]
+
+
+async def test_a_hung_resource_read_answers_at_the_gate_timeout_and_is_capped() -> None:
+    hung = Hung()
+    box = Toolbox("r")
+
+    @box.resource("slow://data")
+    def data() -> str:
+        """Hangs."""
+        hung()
+        return "data"
+
+    try:
+        async with gate_for(box, default_timeout=0.2) as gate:
+            async with Client(build_server(gate, principal=ALICE)) as client:
+                errors: list[str] = []
+                for _ in range(CAP + 1):
+                    with anyio.fail_after(5), pytest.raises(MCPError) as caught:
+                        await client.read_resource("slow://data")
+                    errors.append(str(caught.value))
+            hung.release.set()
+            with anyio.fail_after(10):
+                await gate.runner.wait_released("resource:slow://data")
+            records = await gate.audit()
+    finally:
+        hung.release.set()
+    assert all("took too long" in e for e in errors[:CAP])
+    assert "not responding" in errors[CAP]
+    assert hung.started == CAP
+    late = [r for r in records if r.phase == "late"]
+    assert len(late) == CAP and {r.tool for r in late} == {"resource:slow://data"}
+    assert {r.outcome for r in late} == {"ok"}
+
+
+async def test_work_still_running_when_the_gate_closes_is_recorded_as_such() -> None:
+    hung = Hung()
+    finish = asyncio.Event()
+    box = stubborn_box(finish, [], timeout=0.05)
+
+    @box.resource("slow://data")
+    def data() -> str:
+        """Hangs."""
+        hung()
+        return "data"
+
+    gate = gate_for(box, default_timeout=0.2)
+    try:
+        async with gate:
+            with anyio.fail_after(5):
+                env = await gate.call("s.write", {}, principal=ALICE)
+            async with Client(build_server(gate, principal=ALICE)) as client:
+                with anyio.fail_after(5), pytest.raises(MCPError):
+                    await client.read_resource("slow://data")
+        records = await gate.store.list_audit()
+    finally:
+        hung.release.set()
+        finish.set()
+    late = {r.tool: r for r in records if r.phase == "late"}
+    assert set(late) == {"s.write", "resource:slow://data"}
+    assert late["s.write"].call_id == env.call_id and late["s.write"].outcome is None
+    for record in late.values():
+        assert record.detail["late"]["ended"] == "running at close"
+
+
+async def test_a_hung_prompt_answers_at_the_gate_timeout() -> None:
+    hung = Hung()
+    box = Toolbox("p")
+
+    @box.prompt()
+    def stuck() -> str:
+        """Hangs."""
+        hung()
+        return "never"
+
+    try:
+        async with gate_for(box, default_timeout=0.2) as gate:
+            async with Client(build_server(gate, principal=ALICE)) as client:
+                with anyio.fail_after(5), pytest.raises(MCPError) as caught:
+                    await client.get_prompt("stuck")
+            held = gate.runner.stuck("prompt:stuck")
+    finally:
+        hung.release.set()
+    assert "took too long" in str(caught.value)
+    assert held == 1

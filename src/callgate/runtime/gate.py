@@ -281,6 +281,7 @@ class Gate:
         reason: str | None = None,
         call_id: str | None = None,
         detail: Mapping[str, Any] | None = None,
+        phase: Literal["final", "late"] = "final",
     ) -> AuditRecord:
         """Append the audit record of one resource read or prompt get; once durable,
         return it.
@@ -304,13 +305,15 @@ class Gate:
             reason: why it was refused (operator-facing; the client is told less).
             call_id: the read's id, if the caller already made one (``new_id``).
             detail: further operator-only facts (the toolbox, the URI template).
+            phase: ``late`` for how the function ended after its read had been
+                answered (it overran its deadline).
         """
         await self.open()
         assert self._services is not None
         is_error = isinstance(outcome, ErrorKind)
         record = AuditRecord(
             call_id=call_id or new_id(kind),
-            phase="final",
+            phase=phase,
             at=datetime.now(UTC),
             trace_id=os.urandom(16).hex(),
             tool=f"{kind}:{name}",
