@@ -54,7 +54,8 @@ def unknown_outcome_calls(records: Iterable[AuditRecord]) -> set[str]:
     intents: set[str] = set()
     finals: set[str] = set()
     for record in records:
-        (intents if record.phase == "intent" else finals).add(record.call_id)
+        if record.phase != "late":  # how stray work ended is not the call's outcome
+            (intents if record.phase == "intent" else finals).add(record.call_id)
     return intents - finals
 
 
@@ -74,7 +75,7 @@ def summarize(records: Sequence[AuditRecord]) -> list[CallSummary]:
 
 
 def _summary(group: list[AuditRecord]) -> CallSummary:
-    finals = [r for r in group if r.phase != "intent"]
+    finals = [r for r in group if r.phase not in ("intent", "late")]
     last = finals[-1] if finals else group[-1]
     return CallSummary(
         call_id=last.call_id,

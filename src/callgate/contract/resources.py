@@ -41,6 +41,7 @@ from callgate.contract.docstrings import parse_docstring
 __all__ = [
     "DuplicatePrompt",
     "DuplicateResource",
+    "FunctionRunner",
     "Message",
     "MissingPromptArgument",
     "PromptArgument",
@@ -50,6 +51,10 @@ __all__ = [
     "prompt_from_function",
     "resource_from_function",
 ]
+
+FunctionRunner = Callable[[Callable[..., Any], Mapping[str, Any]], Awaitable[Any]]
+"""Runs a resource or prompt function with its keyword arguments (a server's own
+deadline and thread caps); by default a sync function runs in a worker thread."""
 
 _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -145,12 +150,15 @@ class ResourceSpec:
             self.tenants is None or principal.tenant in self.tenants
         )
 
-    async def read(self, uri: str, context: ToolContext | None = None) -> ResourceContents:
+    async def read(
+        self, uri: str, context: ToolContext | None = None, *, run: FunctionRunner | None = None
+    ) -> ResourceContents:
         """Call the function for ``uri``: a str becomes text, bytes a blob.
 
         Args:
             uri: the URI asked for (this resource's, or one its template matches).
             context: passed to the function's ``ToolContext`` parameter.
+            run: how to run the function (see :data:`FunctionRunner`).
 
         Raises:
             LookupError: ``uri`` is not this resource.
@@ -160,7 +168,8 @@ class ResourceSpec:
         bound = self.match(uri)
         if bound is None:
             raise LookupError(f"{uri!r} is not the resource {self.uri!r}")
-        value = await _call(self.function, _with_context(bound, self.context_param, context))
+        kwargs = _with_context(bound, self.context_param, context)
+        value = await (run or _call)(self.function, kwargs)
         if isinstance(value, str):
             return ResourceContents(uri=uri, mime_type=self.mime_type, text=value)
         if isinstance(value, bytes | bytearray):
@@ -200,13 +209,18 @@ class PromptSpec:
         )
 
     async def render(
-        self, arguments: Mapping[str, str], context: ToolContext | None = None
+        self,
+        arguments: Mapping[str, str],
+        context: ToolContext | None = None,
+        *,
+        run: FunctionRunner | None = None,
     ) -> tuple[Message, ...]:
         """The prompt's messages for ``arguments`` (unknown arguments are ignored).
 
         Args:
             arguments: the prompt's arguments, as the client sent them.
             context: passed to the function's ``ToolContext`` parameter.
+            run: how to run the function (see :data:`FunctionRunner`).
 
         Raises:
             MissingPromptArgument: a required argument is absent.
@@ -218,7 +232,8 @@ class PromptSpec:
             raise MissingPromptArgument(self.name, missing)
         known = {a.name for a in self.arguments}
         given = {k: v for k, v in arguments.items() if k in known}
-        value = await _call(self.function, _with_context(given, self.context_param, context))
+        kwargs = _with_context(given, self.context_param, context)
+        value = await (run or _call)(self.function, kwargs)
         if isinstance(value, str):
             return (Message(content=Text(value)),)
         if isinstance(value, Sequence) and all(isinstance(m, Message) for m in value):

@@ -123,7 +123,13 @@ class Toolbox:
     def tool(  # type: ignore[misc]  # mypy mis-reads the keyword-only overload
         self, fn: F | None = None, /, **options: Any
     ) -> F | Callable[[F], F]:
-        """Register a function as a tool of this toolbox (usable bare or with options)."""
+        """Register a function as a tool of this toolbox (usable bare or with options).
+
+        A sync function runs in a worker thread; an async one on the gate's event
+        loop, so it must not block: blocking code (``time.sleep``, a sync client,
+        a long computation) belongs in a sync function. An async tool that blocks
+        the loop is named in the log and its call's audit detail.
+        """
 
         def register(func: F) -> F:
             self.add(func, **options)

@@ -17,6 +17,8 @@ with an ``input_required`` result and a sealed ``requestState`` at 2026-07-28.
 from __future__ import annotations
 
 import base64
+import functools
+import inspect
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +33,7 @@ from mcp.server import ServerRequestContext
 from callgate.contract import Principal, ToolContext
 from callgate.contract.context import ClientCannot, InputRequired
 from callgate.contract.resources import (
+    FunctionRunner,
     Message,
     MissingPromptArgument,
     PromptSpec,
@@ -40,8 +43,10 @@ from callgate.contract.resources import (
 from callgate.errors import ErrorKind
 from callgate.mcp._input import ClientInputSink, ReplayGuard
 from callgate.runtime.call import new_id
+from callgate.runtime.deadline import Deadline
 from callgate.runtime.envelope import Status
 from callgate.runtime.gate import Gate
+from callgate.runtime.runner import LateEnd, Unresponsive
 
 __all__ = ["MAX_COMPLETIONS", "ContextHandlers"]
 
@@ -288,19 +293,51 @@ class ContextHandlers:
         ctx: Ctx,
         params: types.InputResponseRequestParams,
         read: _Read,
+        key: str,
         wants_context: bool,
-        run: Callable[[ToolContext | None], Awaitable[R]],
+        run: Callable[[ToolContext | None, FunctionRunner], Awaitable[R]],
     ) -> R | types.InputRequiredResult:
         """Run a resource or prompt function within the gate's default timeout,
         with a ``ToolContext`` backed by the client when it declares one.
 
+        The function runs on the gate's runner, as tools do: under ``key``'s caps
+        (threads, stray work), answered at the deadline whatever it does, its
+        late end recorded as a ``late`` audit record of the read.
+
         Raises:
             MCPError: ``-32602`` for a request state used before, ``-32021`` when
                 the client lacks a capability the function needed, ``-32603`` when
-                the function timed out.
+                the function timed out or earlier reads of it are still running.
         """
         limits = self._gate.limits
         timeout = min(limits.default_timeout, limits.max_timeout)
+        started = time.perf_counter()
+        deadline = Deadline(timeout)
+
+        async def on_late(late: LateEnd) -> None:
+            await self._gate.record_read(
+                read.kind,
+                read.name,
+                principal=self._principal,
+                outcome=Status.OK if late.ended == "returned" else late.kind or ErrorKind.TRANSIENT,
+                duration_ms=(time.perf_counter() - started) * 1000,
+                session_id=self._session_of(ctx),
+                arguments=read.arguments,
+                call_id=read.call_id,
+                detail={"late": late.facts()},
+                phase="late",
+            )
+
+        async def on_runner(fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
+            return await self._gate.runner.run(
+                key,
+                functools.partial(fn, **kwargs),
+                is_async=inspect.iscoroutinefunction(fn),
+                deadline=deadline,
+                detail=read.detail,
+                on_late=on_late,
+            )
+
         context: ToolContext | None = None
         sink: ClientInputSink | None = None
         if wants_context:
@@ -327,12 +364,18 @@ class ContextHandlers:
                 sink=sink,
             )
         try:
-            with anyio.fail_after(timeout):
-                return await run(context)
+            return await run(context, on_runner)
         except TimeoutError as exc:
             read.refused(ErrorKind.TRANSIENT, f"timed out after {timeout:g} s")
             raise MCPError(
                 types.INTERNAL_ERROR, f"Reading this {read.kind} took too long; try again later."
+            ) from exc
+        except Unresponsive as exc:
+            read.refused(ErrorKind.TRANSIENT, f"not responding: {exc.stuck} earlier reads run")
+            raise MCPError(
+                types.INTERNAL_ERROR,
+                f"This {read.kind} is not responding ({exc.stuck} earlier reads are still "
+                "running); try again later.",
             ) from exc
         except InputRequired:
             if sink is None or not sink.pending:
@@ -394,8 +437,9 @@ class ContextHandlers:
                     ctx,
                     params,
                     read,
+                    f"resource:{spec.uri}",
                     spec.context_param is not None,
-                    lambda context: spec.read(uri, context),
+                    lambda context, run: spec.read(uri, context, run=run),
                 )
             except LookupError as exc:
                 read.refused(ErrorKind.CONSTRUCTION, f"the function found nothing: {exc}"[:200])
@@ -441,8 +485,9 @@ class ContextHandlers:
                     ctx,
                     params,
                     read,
+                    f"prompt:{spec.name}",
                     spec.context_param is not None,
-                    lambda context: spec.render(arguments, context),
+                    lambda context, run: spec.render(arguments, context, run=run),
                 )
             except MissingPromptArgument as exc:
                 read.refused(ErrorKind.CONSTRUCTION, str(exc))

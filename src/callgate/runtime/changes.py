@@ -14,21 +14,20 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import secrets
 from datetime import UTC, datetime, timedelta
 from typing import Any
-
-import anyio
 
 from callgate import access
 from callgate.contract import ToolContext, ToolSpec
 from callgate.errors import ErrorKind, ToolError
 from callgate.runtime import approvals, redaction, trifecta
 from callgate.runtime.call import Call, hash_json
+from callgate.runtime.deadline import Deadline
 from callgate.runtime.envelope import Envelope
 from callgate.runtime.policy import Effect, activation
+from callgate.runtime.runner import Unresponsive
 from callgate.store import PreviewRecord
 
 PREVIEW_ID = "preview_id"
@@ -108,13 +107,23 @@ def previewed_injection(call: Call, spec: ToolSpec) -> dict[str, Any]:
 
 async def _run_helper(call: Call, helper: ToolSpec) -> Any:
     """Run a change's own helper function (preview again, verify) on the previewed
-    arguments. Part of the apply or status tool's work, inside its governed call."""
+    arguments. Part of the apply or status tool's work, inside its governed call:
+    its deadline is that tool's timeout, and it runs on the gate's runner under
+    the helper's own caps (a hung verifier cannot take more threads than a tool).
+
+    Raises:
+        Unresponsive: the helper's stray work fills its cap.
+        TimeoutError: it did not answer in time (``NotStarted``, ``Overran``).
+    """
+    from callgate.runtime.stages.execute import effective_timeout, run_tool  # avoids a cycle
+
     assert call.preview is not None
     stored = call.preview.arguments
     kwargs, _ = helper.handler.prepare(
         {k: v for k, v in stored.items() if k in helper.input_schema.get("properties", {})}
     )
     injected = previewed_injection(call, helper)
+    timeout = effective_timeout(call)
     ctx = ToolContext(
         call_id=call.call_id,
         trace_id=call.trace_id,
@@ -122,17 +131,12 @@ async def _run_helper(call: Call, helper: ToolSpec) -> Any:
         principal=call.principal,
         session_id=call.session_id,
         idempotency_key=None,
-        deadline=datetime.now(UTC) + timedelta(seconds=30),
+        deadline=datetime.now(UTC) + timedelta(seconds=timeout),
         attempt=1,
         handle_store=call.services.store,
     )
-    if helper.handler.is_async:
-        return await helper.handler.invoke(kwargs, injected, ctx)
-    # Abandoned on timeout like any sync tool: the caller's deadline must hold.
-    return await anyio.to_thread.run_sync(
-        functools.partial(helper.handler.invoke, kwargs, injected, ctx),
-        abandon_on_cancel=True,
-        limiter=call.services.thread_limiter,
+    return await run_tool(
+        call, helper.name, helper.handler, kwargs, injected, ctx, Deadline(timeout)
     )
 
 
@@ -152,6 +156,13 @@ async def check_unchanged(call: Call) -> Envelope | None:
         now = await _run_helper(call, previewer)
     except ToolError as exc:
         return call.fail(exc.kind, exc.message, next_step=exc.next_step or again)
+    except Unresponsive as exc:
+        return call.fail(
+            ErrorKind.TRANSIENT,
+            "Could not confirm that the situation is still as previewed: the check is not "
+            f"responding ({exc.stuck} earlier checks are still running); nothing was changed.",
+            retryable=True,
+        )
     if json.dumps(now, sort_keys=True, default=str) != json.dumps(
         call.preview.impact, sort_keys=True, default=str
     ):

@@ -23,6 +23,7 @@ from callgate.runtime.call import Call, Limits, hash_json, new_id
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.policy import Policy
 from callgate.runtime.registry import Registry
+from callgate.runtime.runner import Runner
 from callgate.runtime.services import Services
 from callgate.runtime.stages.shape import READ_MORE_TOOL
 from callgate.store import AuditRecord, GroupCommitter, MemoryStore, SQLStore, Store
@@ -98,6 +99,8 @@ class Gate:
             raise ValueError(f"{sorted(clash)} given both as context and as secrets")
         self._context = {**(context or {}), **(secrets or {})}
         self._secret_sources = frozenset(secrets or {})
+        self.runner = Runner()
+        """Runs tool, resource and prompt code under its deadline and caps."""
         self._services: Services | None = None
         self._running = 0
         self._idle = asyncio.Event()
@@ -119,6 +122,7 @@ class Gate:
             await self.store.open()
             committer = GroupCommitter(self.store)
             await committer.start()
+            self.runner.start()
             self._services = Services(
                 registry=self.registry,
                 store=self.store,
@@ -127,12 +131,16 @@ class Gate:
                 limits=self.limits,
                 context=self._context,
                 secret_sources=self._secret_sources,
+                runner=self.runner,
             )
 
     async def aclose(self) -> None:
         """Wait for calls in flight, flush queued audit records, close the store."""
         # Closing under running calls would lose their audit records.
         await self._idle.wait()
+        if self._services is not None:
+            # Late records of stray tool work go out while the gate is still open.
+            await self.runner.aclose()
         services, self._services = self._services, None
         if services is not None:
             await services.committer.aclose()
@@ -299,6 +307,7 @@ class Gate:
         reason: str | None = None,
         call_id: str | None = None,
         detail: Mapping[str, Any] | None = None,
+        phase: Literal["final", "late"] = "final",
     ) -> AuditRecord:
         """Append the audit record of one resource read or prompt get; once durable,
         return it.
@@ -322,13 +331,15 @@ class Gate:
             reason: why it was refused (operator-facing; the client is told less).
             call_id: the read's id, if the caller already made one (``new_id``).
             detail: further operator-only facts (the toolbox, the URI template).
+            phase: ``late`` for how the function ended after its read had been
+                answered (it overran its deadline).
         """
         await self.open()
         assert self._services is not None
         is_error = isinstance(outcome, ErrorKind)
         record = AuditRecord(
             call_id=call_id or new_id(kind),
-            phase="final",
+            phase=phase,
             at=datetime.now(UTC),
             trace_id=os.urandom(16).hex(),
             tool=f"{kind}:{name}",

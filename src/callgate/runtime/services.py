@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import anyio
 
 from callgate.contract import ToolSpec
 from callgate.runtime.call import Limits
 from callgate.runtime.envelope import Envelope
 from callgate.runtime.policy import Policy
 from callgate.runtime.registry import Registry
+from callgate.runtime.runner import Runner
 from callgate.runtime.validation import ArgumentValidator
 from callgate.store import GroupCommitter, Store
 
@@ -41,17 +39,14 @@ class Services:
     """Gate-wide trusted values (deployment, region, ...) for trusted fields."""
     secret_sources: frozenset[str] = frozenset()
     """Keys of ``context`` that hold secrets (see :mod:`callgate.runtime.redaction`)."""
-    thread_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(40))
+    runner: Runner = field(default_factory=Runner)
+    """Runs tool code: deadlines, worker threads, stray work (see ``runtime/runner.py``)."""
     inflight: dict[str, InFlight] = field(default_factory=dict)
     approval_locks: weakref.WeakValueDictionary[tuple[str, str, str, str | None], asyncio.Lock] = (
         field(default_factory=weakref.WeakValueDictionary)
     )
     """Serializes filing approvals for one exact request, so concurrent identical
     calls share one pending approval instead of flooding the inbox."""
-    running_sync: dict[str, int] = field(default_factory=dict)
-    """Abandoned worker threads still running, per sync tool (a thread cannot be
-    killed). Changed under ``running_sync_lock``."""
-    running_sync_lock: threading.Lock = field(default_factory=threading.Lock)
     _validators: dict[str, ArgumentValidator] = field(default_factory=dict)
 
     def validator_for(self, spec: ToolSpec) -> ArgumentValidator:

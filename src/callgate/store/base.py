@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
-AuditPhase = Literal["intent", "final", "decision"]
+AuditPhase = Literal["intent", "final", "decision", "late"]
 """``intent`` is written before a side-effecting tool runs, ``final`` once the call
 has an outcome. An intent without a final is a call whose outcome is unknown.
 ``decision`` records a human's approval or denial (``call_id`` is then the
-approval id, ``user`` the decider)."""
+approval id, ``user`` the decider). ``late`` follows a ``final`` when the tool's
+work outlived its deadline: how it ended after all (``outcome``, ``detail.late``);
+the call's outcome stays the final's."""
 
 IdempotencyState = Literal["pending", "done"]
 

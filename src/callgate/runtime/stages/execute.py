@@ -7,18 +7,21 @@ import functools
 import random
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import anyio
-
 from callgate.contract import ToolContext, ToolSink
 from callgate.contract.context import ClientRequests, Elicitation, InputRequired, LogLevel, Root
+from callgate.contract.spec import ToolHandler
 from callgate.errors import ErrorKind, ToolError, TransientError
 from callgate.runtime import approvals, changes, idempotency
 from callgate.runtime.call import Call
+from callgate.runtime.deadline import Deadline
 from callgate.runtime.envelope import Envelope
 from callgate.runtime.recording import audit_record
+from callgate.runtime.runner import LateEnd, NotStarted, Overran, Unresponsive
+from callgate.store import AuditRecord
 
 
 def effective_timeout(call: Call) -> float:
@@ -35,8 +38,23 @@ async def execute(call: Call) -> Envelope | None:
     services = call.services
 
     if spec.change is not None and spec.change.role == "status":
-        async with asyncio.timeout(effective_timeout(call)):
-            call.payload = await changes.status(call)
+        try:
+            async with asyncio.timeout(effective_timeout(call)):
+                call.payload = await changes.status(call)
+        except Unresponsive as exc:
+            return call.fail(
+                ErrorKind.TRANSIENT,
+                f"Could not check the live system: the check is not responding ({exc.stuck} "
+                "earlier checks are still running).",
+                retryable=True,
+            )
+        except TimeoutError:
+            return call.fail(
+                ErrorKind.TRANSIENT,
+                f"Could not check within {effective_timeout(call):g} seconds whether the "
+                "change is in effect.",
+                retryable=True,
+            )
         return None
 
     if call.idempotency_key:
@@ -139,7 +157,8 @@ class _Failure:
         stuck: bool = False,
     ) -> None:
         self.stuck = stuck
-        """A sync tool's thread is still running: another attempt would add one."""
+        """The tool's work still runs (a thread, or a task that ignored its
+        cancellation): another attempt would add to it."""
         self.kind = kind
         self.message = message
         self.next_step = next_step
@@ -156,17 +175,8 @@ class _Failure:
         )
 
 
-MAX_STUCK_THREADS = 8
-"""Abandoned worker threads (still running after their call gave up on them)
-one sync tool may hold before new calls are refused: a hung tool must not eat
-the process's threads."""
-
 MIN_ATTEMPT = 0.05
 """Seconds an attempt needs at least to be worth starting."""
-
-
-class _Unresponsive(Exception):
-    pass
 
 
 class _ExtendingSink:
@@ -222,60 +232,14 @@ def _extending(sink: ToolSink | None, extend: Callable[[], None]) -> ToolSink:
     return _ExtendingSink(sink, extend)
 
 
-async def _run_in_thread(call: Call, fn: Callable[[], Any]) -> Any:
-    """Run a sync tool in a worker thread; count the threads it abandons.
-
-    A thread cannot be killed: when the gate stops waiting (timeout, cancel),
-    the thread runs on. Such threads are counted per tool until they end, and a
-    tool holding too many gets no new ones.
-    """
-    assert call.spec is not None
-    services = call.services
-    name = call.spec.name
-    lock = services.running_sync_lock
-    with lock:
-        stuck = services.running_sync.get(name, 0)
-    if stuck >= MAX_STUCK_THREADS:
-        raise _Unresponsive(stuck)
-    state = {"done": False, "abandoned": False}
-
-    def counted() -> Any:
-        try:
-            return fn()
-        finally:
-            with lock:
-                state["done"] = True
-                if state["abandoned"]:
-                    services.running_sync[name] -= 1
-
-    try:
-        return await anyio.to_thread.run_sync(
-            counted, abandon_on_cancel=True, limiter=services.thread_limiter
-        )
-    except BaseException:
-        with lock:
-            if not state["done"]:
-                state["abandoned"] = True
-                services.running_sync[name] = services.running_sync.get(name, 0) + 1
-        raise
-
-
 async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline: float) -> Any:
     spec = call.spec
     assert spec is not None
-    loop = asyncio.get_running_loop()
-    deadline = asyncio.timeout(timeout)
+    deadline = Deadline(timeout, limit=hard_deadline)
 
     def extend() -> None:
-        when = min(loop.time() + reported, hard_deadline)
-        current = deadline.when()
-        if current is None or when <= current:
-            return
-        try:
-            deadline.reschedule(when)
-        except RuntimeError:  # it has already expired: too late to extend
-            return
-        call.detail["deadline_extended"] = call.detail.get("deadline_extended", 0) + 1
+        if deadline.extend(reported):
+            call.detail["deadline_extended"] = call.detail.get("deadline_extended", 0) + 1
 
     ctx = ToolContext(
         call_id=call.call_id,
@@ -295,16 +259,11 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
         # The apply tool's own signature is just the preview id.
         handler = spec.change.performer.handler
     try:
-        async with deadline:
-            if handler.is_async:
-                return await handler.invoke(call.prepared, call.injected, ctx)
-            return await _run_in_thread(
-                call, functools.partial(handler.invoke, call.prepared, call.injected, ctx)
-            )
-    except _Unresponsive as exc:
+        return await run_tool(call, spec.name, handler, call.prepared, call.injected, ctx, deadline)
+    except Unresponsive as exc:
         return _Failure(
             ErrorKind.TRANSIENT,
-            f"{call.shown(spec.name)} is not responding: {exc.args[0]} earlier calls are "
+            f"{call.shown(spec.name)} is not responding: {exc.stuck} earlier calls are "
             "still running.",
             next_step="Wait a few minutes before trying again; if it persists, tell the user "
             "the tool is unresponsive.",
@@ -321,7 +280,15 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
             next_step=exc.next_step,
             retry_after=exc.retry_after if isinstance(exc, TransientError) else None,
         )
-    except TimeoutError:
+    except NotStarted:
+        call.detail.setdefault("errors", []).append(f"not started within {timeout:g}s")
+        return _Failure(
+            ErrorKind.TRANSIENT,
+            f"{call.shown(spec.name)} is busy with other calls and could not start within {reported:g} "
+            "seconds; nothing was done.",
+            next_step="Try again in a moment.",
+        )
+    except TimeoutError as exc:
         call.detail.setdefault("errors", []).append(f"timeout after {timeout:g}s")
         timeout = reported
         within = f"within {timeout:g} seconds"
@@ -334,7 +301,7 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
             return _Failure(
                 ErrorKind.TRANSIENT,
                 f"{call.shown(spec.name)} did not answer {within}.",
-                stuck=not handler.is_async,
+                stuck=isinstance(exc, Overran) and exc.stray,
                 next_step="Try again in a moment; if it keeps timing out, narrow the request.",
             )
         check = (
@@ -361,3 +328,49 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
             f"give them the reference {call.call_id}.",
             detail_ref=call.call_id,
         )
+
+
+def late_record(call: Call, late: LateEnd) -> AuditRecord:
+    """The ``late`` audit record of ``call``: how its stray work ended.
+
+    Its own record, after the ``final`` one: the caller's answer stands (an
+    unknown outcome stays one), and this says what the tool did after all.
+    """
+    record = audit_record(call, phase="late")
+    status = None if late.outcome is None else ("ok" if late.outcome == "ok" else "error")
+    return replace(
+        record,
+        status=status,
+        outcome=late.outcome,
+        duration_ms=round(call.elapsed_ms, 3),
+        detail={"late": late.facts()},
+    )
+
+
+async def run_tool(
+    call: Call,
+    tool: str,
+    handler: ToolHandler,
+    prepared: Any,
+    injected: dict[str, Any],
+    ctx: ToolContext,
+    deadline: Deadline,
+) -> Any:
+    """Run one handler for a governed call on the gate's runner (see :meth:`Runner.run`).
+
+    Its loop blocking goes to ``call.detail``; the end of stray work is appended
+    to the call's audit trail as a ``late`` record.
+    """
+    services = call.services
+
+    async def on_late(late: LateEnd) -> None:
+        await services.committer.append(late_record(call, late))
+
+    return await services.runner.run(
+        tool,
+        functools.partial(handler.invoke, prepared, injected, ctx),
+        is_async=handler.is_async,
+        deadline=deadline,
+        detail=call.detail,
+        on_late=on_late,
+    )
