@@ -44,6 +44,9 @@ class Limits:
     approval_ttl: timedelta = timedelta(hours=24)
     """How long a parked call waits for a human, and an approval stays usable."""
     result_ttl: timedelta = timedelta(hours=24)
+    backlog_limit: int = 10_000
+    """Writes (final audit records, idempotency answers) kept in memory while the
+    store does not answer; beyond it they are dropped and logged as errors."""
 
     def __post_init__(self) -> None:
         if self.default_timeout <= 0 or self.max_timeout <= 0:
@@ -52,6 +55,8 @@ class Limits:
             raise ValueError("max_attempts must be at least 1")
         if self.max_result_tokens < 50:
             raise ValueError("max_result_tokens must be at least 50")
+        if self.backlog_limit < 1:
+            raise ValueError("backlog_limit must be at least 1")
 
 
 _PRINCIPAL_SOURCES = {"tenant_id": "tenant", "tenant": "tenant", "user_id": "user", "user": "user"}

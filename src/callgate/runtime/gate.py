@@ -26,8 +26,11 @@ from callgate.runtime.registry import Registry
 from callgate.runtime.services import Services
 from callgate.runtime.stages.shape import READ_MORE_TOOL
 from callgate.store import AuditRecord, GroupCommitter, MemoryStore, SQLStore, Store
+from callgate.store.backlog import WriteBacklog
 
 STORE_ENV = "CALLGATE_STORE"
+MAX_KEY_CHARS = 255
+"""Longest idempotency key: it is stored, indexed and echoed in every Envelope."""
 
 
 def default_store_url() -> str:
@@ -119,10 +122,13 @@ class Gate:
             await self.store.open()
             committer = GroupCommitter(self.store)
             await committer.start()
+            backlog = WriteBacklog(self.store, limit=self.limits.backlog_limit)
+            await backlog.start()
             self._services = Services(
                 registry=self.registry,
                 store=self.store,
                 committer=committer,
+                backlog=backlog,
                 policy=self.policy,
                 limits=self.limits,
                 context=self._context,
@@ -130,13 +136,31 @@ class Gate:
             )
 
     async def aclose(self) -> None:
-        """Wait for calls in flight, flush queued audit records, close the store."""
+        """Wait for calls in flight, flush queued audit records, close the store.
+
+        Writes kept because the store did not answer (see :meth:`reconcile`) get
+        a last try; those the store still does not take are logged as errors.
+        """
         # Closing under running calls would lose their audit records.
         await self._idle.wait()
         services, self._services = self._services, None
         if services is not None:
             await services.committer.aclose()
+            await services.backlog.aclose()
             await self.store.close()
+
+    async def reconcile(self) -> int:
+        """Write now what the store could not take as calls ended; how many still wait.
+
+        When the store does not answer as a call ends (a locked SQLite file,
+        terminated PostgreSQL connections), its caller is told so (``transient``,
+        or ``unknown_outcome`` once a side effect may have started) and its final
+        audit record, idempotency answer and approval result are kept in memory.
+        A background task writes them once the store answers; this writes them now.
+        """
+        if self._services is None:
+            return 0
+        return await self._services.backlog.flush()
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -166,10 +190,12 @@ class Gate:
     ) -> Envelope:
         """Run one call through the chain and return its Envelope.
 
-        Whatever the model sent (unknown tool, malformed JSON text, wrong types),
-        the answer is an Envelope; exceptions are raised only when the gate
-        itself cannot work (for example its store is unreachable, in which case
-        no result is returned without its audit record).
+        Whatever the model sent (unknown tool, malformed JSON text, wrong types)
+        and whatever the store does once open, the answer is an Envelope. A
+        result is returned only with its audit record durable: when the store
+        does not answer, the caller gets ``transient`` (nothing was changed) or
+        ``unknown_outcome`` (a side effect may have started), never the driver's
+        text, and the record is written later (see :meth:`reconcile`).
 
         Args:
             tool: the full tool name (``toolbox.tool``), or with ``names`` the
@@ -177,7 +203,8 @@ class Gate:
             arguments: the model-filled arguments, as a mapping or JSON text.
             principal: the authenticated caller; trusted fields come from it.
             session_id: groups calls of one conversation (duplicate limit, retry budget).
-            idempotency_key: the same key (per tenant and tool) runs the tool once.
+            idempotency_key: the same key (per tenant and tool) runs the tool once;
+                at most ``MAX_KEY_CHARS`` characters.
             timeout: seconds for this call; capped by ``Limits.max_timeout``.
             trace_id: to join an existing trace; a new one otherwise.
             sink: receives the tool's progress and log messages while it runs
@@ -186,9 +213,18 @@ class Gate:
                 ``tool`` is looked up through it, and every text the model reads
                 (close matches, next steps, hints) names tools its way. The
                 Envelope, the audit and policy keep the full names.
+
+        Raises:
+            ValueError: a bad ``timeout`` or ``idempotency_key``.
+            Exception: the store cannot be opened at all (the gate cannot start).
         """
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if idempotency_key is not None and len(idempotency_key) > MAX_KEY_CHARS:
+            raise ValueError(
+                f"idempotency_key must be at most {MAX_KEY_CHARS} characters, "
+                f"not {len(idempotency_key):,}"
+            )
         await self.open()
         assert self._services is not None
         call = Call(

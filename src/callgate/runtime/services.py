@@ -18,6 +18,7 @@ from callgate.runtime.policy import Policy
 from callgate.runtime.registry import Registry
 from callgate.runtime.validation import ArgumentValidator
 from callgate.store import GroupCommitter, Store
+from callgate.store.backlog import WriteBacklog
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -35,6 +36,8 @@ class Services:
     registry: Registry
     store: Store
     committer: GroupCommitter
+    backlog: WriteBacklog
+    """Writes the store could not take as calls ended, retried until it does."""
     policy: Policy
     limits: Limits
     context: Mapping[str, Any] = field(default_factory=dict)
