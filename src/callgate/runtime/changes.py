@@ -25,7 +25,7 @@ import anyio
 from callgate import access
 from callgate.contract import ToolContext, ToolSpec
 from callgate.errors import ErrorKind, ToolError
-from callgate.runtime import approvals, redaction, trifecta
+from callgate.runtime import approvals, idempotency, redaction, trifecta
 from callgate.runtime.call import Call, hash_json
 from callgate.runtime.envelope import Envelope
 from callgate.runtime.policy import Effect, activation
@@ -250,7 +250,7 @@ async def status(call: Call) -> dict[str, Any]:
     assert spec is not None and spec.change is not None and call.preview is not None
     record = call.preview
     services = call.services
-    scope = f"{record.tenant or '-'}/{spec.change.apply_tool}/{record.id}"
+    scope = idempotency.scope_for(record.tenant, spec.change.apply_tool, record.id)
     claim = await services.store.get_idempotency(scope)
     now = datetime.now(UTC)
     out: dict[str, Any] = {"preview_id": record.id, "impact": record.impact}

@@ -7,14 +7,17 @@ claim whose call never recorded an outcome (its process died) is reported as
 an unknown outcome, never silently re-run. A transient failure, or a
 cancellation before any effect, releases the key so it can run again.
 
-When the store does not answer as the call ends, the key's answer waits in the
-write backlog; until it is written the claim stays pending, so the same key
-waits or answers ``unknown_outcome``, and never runs again.
+A key's scope is its tenant, tool and key, encoded unambiguously (a JSON array:
+no tenant and tenant ``"-"`` are two scopes). When the store does not answer as
+the call ends, the key's answer waits in the write backlog; until it is written
+the claim stays pending, so the same key waits or answers ``unknown_outcome``,
+and never runs again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 
 from callgate.errors import ErrorKind
@@ -29,9 +32,19 @@ _POLL_MAX = 0.5
 _STALE_MARGIN = timedelta(seconds=5)
 
 
+def scope_for(tenant: str | None, tool: str, key: str) -> str:
+    """The store's key for ``key`` of ``tool`` in ``tenant``: ``["acme","ops.pay","k1"]``.
+
+    JSON, so that no two (tenant, tool, key) share a scope whatever characters
+    they hold (``null`` is no tenant; migration 0009 rewrote the older
+    ``tenant/tool/key`` scopes, where no tenant and tenant ``-`` collided).
+    """
+    return json.dumps([tenant, tool, key], ensure_ascii=False, separators=(",", ":"))
+
+
 def scope_of(call: Call) -> str:
     assert call.spec is not None and call.idempotency_key is not None
-    return f"{call.principal.tenant or '-'}/{call.spec.name}/{call.idempotency_key}"
+    return scope_for(call.principal.tenant, call.spec.name, call.idempotency_key)
 
 
 def replay(envelope: Envelope) -> Envelope:
