@@ -2,15 +2,58 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
+import anyio
 import pytest
 
-from callgate import Principal, Status
+from callgate import ErrorKind, Gate, Principal, Status
+from callgate.runtime.call import hash_json
+from callgate.runtime.changes import apply_arguments
 from callgate.runtime.idempotency import scope_for
+from callgate.store import IdempotencyRecord, MemoryStore
 
+from .change_tools import Bank
+from .change_tools import build as build_bank
 from .conftest import GateFactory
 from .tools import Counters, build
 
 pytestmark = pytest.mark.anyio
+
+ALICE = Principal(user="alice", tenant="acme", scopes={"bank:write"})
+
+
+async def test_a_resent_apply_after_a_crash_answers_after_one_timeout() -> None:
+    """A process claimed the apply 60 s ago and died. The apply runs once and is
+    never retried, so its claim is stale after one timeout (30 s) plus a margin,
+    not after max_attempts timeouts and backoffs (101 s)."""
+    bank = Bank()
+    store = MemoryStore()
+    async with Gate([build_bank(bank)], store=store) as gate:
+        preview = await gate.call(
+            "bank.limit_change_preview", {"account": "A-1", "new_limit": 150}, principal=ALICE
+        )
+        preview_id = preview.payload["preview_id"]
+        record = await store.get_preview(preview_id)
+        assert record is not None
+        crashed_at = datetime.now(UTC) - timedelta(seconds=60)
+        await store.claim_idempotency(
+            IdempotencyRecord(
+                scope=scope_for("acme", "bank.limit_change_apply", preview_id),
+                args_hash=hash_json(apply_arguments(record)),
+                call_id="call_of_the_crashed_process",
+                state="pending",
+                created_at=crashed_at,
+                expires_at=crashed_at + timedelta(hours=24),
+            )
+        )
+        with anyio.fail_after(10):
+            again = await gate.call(
+                "bank.limit_change_apply", {"preview_id": preview_id}, principal=ALICE
+            )
+    assert again.error is not None and again.error.kind is ErrorKind.UNKNOWN_OUTCOME
+    assert "bank.limit_change_status" in again.error.next_step or "state" in (again.error.next_step)
+    assert bank.applied == []  # never run a second time
 
 
 @pytest.mark.parametrize(

@@ -139,11 +139,24 @@ def _leave(call: Call, outcome: Envelope | None) -> None:
 
 def _stale_after(call: Call, record: IdempotencyRecord) -> datetime:
     """When a claim without outcome can no longer be running: the tool's own time
-    budget (every attempt and backoff) after the claim, plus a margin."""
+    budget after the claim, plus a margin.
+
+    Only a retry-safe tool is tried again, so only its budget counts every attempt
+    and backoff. A write (an apply too) runs once: the claim a crashed process
+    left is reported after one timeout, not after ``max_attempts`` timeouts and
+    backoffs. A run still going past that (a slow re-check of a preview, a tool
+    that reports progress) makes a re-send answer ``unknown_outcome`` early, which
+    is safe: it never runs the tool, and the first caller's answer is kept.
+    """
     from callgate.runtime.stages.execute import effective_timeout  # avoids a cycle
 
+    spec = call.spec
+    assert spec is not None
     limits = call.services.limits
-    budget = (effective_timeout(call) + limits.backoff_max) * limits.max_attempts
+    timeout = effective_timeout(call)
+    budget = timeout
+    if spec.retry_safe:
+        budget = (timeout + limits.backoff_max) * limits.max_attempts
     return record.created_at + timedelta(seconds=min(budget, limits.max_timeout)) + _STALE_MARGIN
 
 
