@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,11 +45,6 @@ class Services:
     """Keys of ``context`` that hold secrets (see :mod:`callgate.runtime.redaction`)."""
     thread_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(40))
     inflight: dict[str, InFlight] = field(default_factory=dict)
-    approval_locks: weakref.WeakValueDictionary[tuple[str, str, str, str | None], asyncio.Lock] = (
-        field(default_factory=weakref.WeakValueDictionary)
-    )
-    """Serializes filing approvals for one exact request, so concurrent identical
-    calls share one pending approval instead of flooding the inbox."""
     running_sync: dict[str, int] = field(default_factory=dict)
     """Abandoned worker threads still running, per sync tool (a thread cannot be
     killed). Changed under ``running_sync_lock``."""
