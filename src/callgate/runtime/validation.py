@@ -55,7 +55,7 @@ class ArgumentValidator:
         errors = list(self._validator.iter_errors(arguments))
         # An unknown argument first: it usually explains the "missing" one next to it.
         errors.sort(key=lambda e: type(e.kind).__name__ != "AdditionalProperties")
-        return [self._describe(err) for err in errors[:MAX_MESSAGES]]
+        return [self._describe(_within(err)) for err in errors[:MAX_MESSAGES]]
 
     def _subschema(self, schema_path: Sequence[str | int]) -> Mapping[str, Any]:
         """The schema node that holds the failing keyword (for allowed values)."""
@@ -142,6 +142,30 @@ class ArgumentValidator:
             if not path:
                 return None
             path.pop()
+
+
+def _within(err: Any) -> Any:
+    """For "none of anyOf/oneOf matched": the one branch the value was meant for.
+
+    ``Optional[Model]`` is ``anyOf: [Model, null]``; an object with a bad field
+    fails both branches, and "not valid under any of the schemas" says nothing.
+    When every branch but one fails on the value's type itself, that one branch's
+    first error is the real problem.
+    """
+    while type(err.kind).__name__ in ("AnyOf", "OneOfNotValid"):
+        meant = [
+            branch
+            for branch in err.kind.context
+            if branch
+            and not any(
+                type(e.kind).__name__ == "Type" and list(e.instance_path) == list(err.instance_path)
+                for e in branch
+            )
+        ]
+        if len(meant) != 1:
+            break
+        err = meant[0][0]
+    return err
 
 
 def _short(value: Any) -> str:
