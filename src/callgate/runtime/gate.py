@@ -19,7 +19,7 @@ from callgate.runtime import pipeline
 from callgate.runtime._sync import LoopThread, closed, closes_at_exit
 from callgate.runtime.approvals import ApprovalError, Approvals
 from callgate.runtime.builtin import BUILTIN_TOOLBOX, builtin_toolbox
-from callgate.runtime.call import Call, Limits, hash_json, new_id
+from callgate.runtime.call import Call, Limits, bounded_name, hash_json, new_id
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.policy import Policy
 from callgate.runtime.registry import Registry
@@ -367,7 +367,7 @@ class Gate:
             phase="final",
             at=datetime.now(UTC),
             trace_id=os.urandom(16).hex(),
-            tool=f"{kind}:{name}",
+            tool=bounded_name(f"{kind}:{name}"),
             user=principal.user,
             tenant=principal.tenant,
             session_id=session_id,
