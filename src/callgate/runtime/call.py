@@ -40,6 +40,9 @@ class Limits:
     max_result_tokens: int = 4000
     """Estimated tokens of payload the model receives at most; the rest is kept
     in the store and readable by cursor."""
+    max_result_bytes: int = 8 * 1024 * 1024
+    """Largest result (as JSON text) a call may return: a result over it is neither
+    kept in the store nor shown (see docs/chain.md, Shaping)."""
     idempotency_ttl: timedelta = timedelta(hours=24)
     approval_ttl: timedelta = timedelta(hours=24)
     """How long a parked call waits for a human, and an approval stays usable."""
@@ -58,6 +61,8 @@ class Limits:
             raise ValueError("max_attempts must be at least 1")
         if self.max_result_tokens < 50:
             raise ValueError("max_result_tokens must be at least 50")
+        if self.max_result_bytes < self.max_result_tokens * 4:
+            raise ValueError("max_result_bytes must hold at least max_result_tokens * 4 bytes")
         if self.max_argument_bytes < 1_000:
             raise ValueError("max_argument_bytes must be at least 1,000")
         if self.backlog_limit < 1:
