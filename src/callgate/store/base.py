@@ -73,7 +73,8 @@ class AuditRecord:
 @dataclass(kw_only=True, frozen=True)
 class IdempotencyRecord:
     scope: str
-    """``tenant/tool/key``: keys never collide across tenants or tools."""
+    """``["tenant","tool","key"]`` (JSON, ``null`` for no tenant): keys never
+    collide across tenants or tools."""
     args_hash: str
     call_id: str
     state: IdempotencyState
