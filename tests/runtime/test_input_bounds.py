@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from typing import Annotated
 
+import anyio
 import pytest
+from mcp import Client, MCPError
 from pydantic import Field
 
 from callgate import ErrorKind, Gate, Limits, Principal, Toolbox
+from callgate.mcp import build_server
 from callgate.store import MemoryStore
 
 from .test_nested_arguments import _box
@@ -27,6 +30,18 @@ async def test_an_unknown_tool_name_is_echoed_and_stored_within_bounds() -> None
     assert len(env.model_dump_json()) < 2_000
     assert "3,000,000 characters" in env.error.message_for_model
     assert len(records[0].tool) < 300 and records[0].tool.startswith("x" * 100)
+
+
+async def test_an_mcp_client_is_not_sent_a_huge_name_back() -> None:
+    async with Gate([_box([])], store=MemoryStore()) as gate:
+        server = build_server(gate, principal=ALICE)
+        with anyio.fail_after(20):
+            async with Client(server, mode="legacy") as client:
+                with pytest.raises(MCPError) as refused:
+                    await client.call_tool("x" * 3_000_000, {})
+    error = refused.value.error
+    assert len(error.message) < 2_000 and len(str(error.data)) < 2_000
+    assert "3,000,000 characters" in error.message
 
 
 async def test_many_unknown_arguments_make_a_short_message() -> None:

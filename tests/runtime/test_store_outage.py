@@ -124,7 +124,7 @@ async def test_an_mcp_client_gets_a_tool_result_not_a_protocol_error() -> None:
             store.down = False
             with anyio.fail_after(10):
                 async with Client(server, mode=mode) as client:
-                    result = await client.call_tool("o.pay", {"amount": 5})
+                    result = await client.call_tool("o__pay", {"amount": 5})
             assert isinstance(result, types.CallToolResult) and result.is_error
             text = "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
             assert "unknown_outcome" in text or "may have been made" in text

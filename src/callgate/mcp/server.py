@@ -445,7 +445,10 @@ async def _unknown_tool(
     )
     message = envelope.error.message_for_model if envelope.error else "Unknown tool"
     return MCPError(
-        types.INVALID_PARAMS, message, {"name": params.name, "callgate/callId": envelope.call_id}
+        # The name as the Envelope holds it: a huge one is cut (see Call.tool_name).
+        types.INVALID_PARAMS,
+        message,
+        {"name": envelope.tool, "callgate/callId": envelope.call_id},
     )
 
 

@@ -83,13 +83,13 @@ def _too_large(call: Call, size: int) -> Envelope:
     if spec.effective_annotations.read_only:
         return call.fail(
             ErrorKind.CONSTRUCTION,
-            f"The result of {spec.name} is too large ({sizes}); nothing is shown.",
+            f"The result of {call.shown(spec.name)} is too large ({sizes}); nothing is shown.",
             next_step="Ask for less: use the tool's filters, a narrower range or a smaller "
             "page, then call it again.",
         )
     return call.fail(
         ErrorKind.UNRECOVERABLE,
-        f"{spec.name} ran and its action was carried out, but its result is too large "
+        f"{call.shown(spec.name)} ran and its action was carried out, but its result is too large "
         f"to return ({sizes}); it is not shown (reference {call.call_id}).",
         next_step="Do not call it again: the action is done. Tell the user it was carried "
         "out; read what you need with a read tool.",
