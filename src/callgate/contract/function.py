@@ -22,7 +22,7 @@ from callgate.contract.content import Content
 from callgate.contract.context import ToolContext, TrustedField
 from callgate.contract.docstrings import parse_docstring
 from callgate.contract.naming import qualify
-from callgate.contract.schema import clean_schema, without_required
+from callgate.contract.schema import clean_schema, closed_objects, without_required
 from callgate.contract.spec import ConciseView, ToolSpec
 
 RESPONSE_FORMAT = "response_format"
@@ -177,7 +177,7 @@ def spec_from_function(
         __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
         **fields,
     )
-    input_schema = clean_schema(args_model.model_json_schema())
+    input_schema = closed_objects(clean_schema(args_model.model_json_schema()))
     return_adapter = _return_adapter(hints.get("return", inspect.Signature.empty))
     output_schema = (
         clean_schema(return_adapter.json_schema(mode="serialization"))

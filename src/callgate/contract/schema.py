@@ -18,6 +18,33 @@ def clean_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return _without_keyword(schema, "title", str)  # type: ignore[no-any-return]
 
 
+def closed_objects(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema with every object that lists its ``properties`` closed
+    (``additionalProperties: false``), at any depth, ``$defs`` included.
+
+    An input schema is as strict inside as at its top: a nested model would
+    otherwise accept ``{"sku": "a", "qty": 1, "extra": 1}`` and its pydantic
+    model drop ``extra`` without a word. An object that states
+    ``additionalProperties`` (a model with ``extra="allow"``, a ``dict[str, X]``)
+    keeps what it states.
+    """
+    return _closed(schema)  # type: ignore[no-any-return]
+
+
+def _closed(node: Any, *, names: bool = False) -> Any:
+    if isinstance(node, Mapping):
+        out = {
+            key: _closed(value, names=not names and key in _NAME_MAPS)
+            for key, value in node.items()
+        }
+        if not names and "properties" in node and "additionalProperties" not in node:
+            out["additionalProperties"] = False
+        return out
+    if isinstance(node, list):
+        return [_closed(item) for item in node]
+    return node
+
+
 def without_required(schema: Mapping[str, Any]) -> dict[str, Any]:
     """The schema with every ``required`` list removed (nested ones included)."""
     return _without_keyword(schema, "required", list)  # type: ignore[no-any-return]

@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import secrets
 from collections.abc import Iterable
@@ -268,7 +269,9 @@ def build_server(
     """
     names = WireNames(gate, separator=tool_separator, unprefixed=unprefixed)
     sessions = Sessions(principal, key=session_key, fixed=session_id)
-    binding = f"{principal.tenant or ''}/{principal.user}"
+    # JSON: a tenant or user holding "/" (or no tenant next to tenant "") must
+    # never seal state another principal's requests would accept.
+    binding = json.dumps([principal.tenant, principal.user])
     security = request_state or RequestStateSecurity(
         keys=[secrets.token_bytes(32)], bind_principal=lambda _ctx: binding
     )
@@ -442,7 +445,10 @@ async def _unknown_tool(
     )
     message = envelope.error.message_for_model if envelope.error else "Unknown tool"
     return MCPError(
-        types.INVALID_PARAMS, message, {"name": params.name, "callgate/callId": envelope.call_id}
+        # The name as the Envelope holds it: a huge one is cut (see Call.tool_name).
+        types.INVALID_PARAMS,
+        message,
+        {"name": envelope.tool, "callgate/callId": envelope.call_id},
     )
 
 

@@ -17,7 +17,6 @@ An approval never covers other arguments, never runs twice and expires.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from datetime import UTC, datetime
 from typing import Any
@@ -146,9 +145,11 @@ async def file_approval(
         approved_by=verdict.approved_by,
         approvers=list(call.services.policy.approver_sets(verdict, variables)),
     )
-    await call.services.store.create_approval(record)
-    call.detail["approval_filed"] = record.id
-    return record
+    # One pending approval per request, across replicas: a concurrent identical
+    # call's approval, if it filed first, is the one this call waits on too.
+    stored = await call.services.store.create_pending_approval(record)
+    call.detail["approval_filed" if stored.id == record.id else "approval_pending"] = stored.id
+    return stored
 
 
 async def require(call: Call, verdict: Verdict) -> Envelope | None:
@@ -157,14 +158,9 @@ async def require(call: Call, verdict: Verdict) -> Envelope | None:
     Returns an Envelope (pending, denied) or None when an approved approval may
     be used: it is consumed in the execute stage by the call that owns the run.
     """
-    assert call.spec is not None and call.args_hash is not None
-    key = (call.spec.name, call.args_hash, call.principal.user, call.principal.tenant)
-    locks = call.services.approval_locks
-    lock = locks.get(key)
-    if lock is None:
-        lock = locks[key] = asyncio.Lock()  # dropped once no call holds or awaits it
-    async with lock:
-        return await _require(call, verdict)
+    # No lock here: the store files at most one pending approval per request
+    # (create_pending_approval), which holds across processes and replicas too.
+    return await _require(call, verdict)
 
 
 async def _require(call: Call, verdict: Verdict) -> Envelope | None:

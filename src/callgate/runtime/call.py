@@ -40,10 +40,19 @@ class Limits:
     max_result_tokens: int = 4000
     """Estimated tokens of payload the model receives at most; the rest is kept
     in the store and readable by cursor."""
+    max_result_bytes: int = 8 * 1024 * 1024
+    """Largest result (as JSON text) a call may return: a result over it is neither
+    kept in the store nor shown (see docs/chain.md, Shaping)."""
     idempotency_ttl: timedelta = timedelta(hours=24)
     approval_ttl: timedelta = timedelta(hours=24)
     """How long a parked call waits for a human, and an approval stays usable."""
     result_ttl: timedelta = timedelta(hours=24)
+    max_argument_bytes: int = 1_000_000
+    """Largest arguments accepted, measured as JSON text: beyond it a call is
+    refused before validation (a ``construction`` error), never stored or echoed."""
+    backlog_limit: int = 10_000
+    """Writes (final audit records, idempotency answers) kept in memory while the
+    store does not answer; beyond it they are dropped and logged as errors."""
 
     def __post_init__(self) -> None:
         if self.default_timeout <= 0 or self.max_timeout <= 0:
@@ -52,9 +61,32 @@ class Limits:
             raise ValueError("max_attempts must be at least 1")
         if self.max_result_tokens < 50:
             raise ValueError("max_result_tokens must be at least 50")
+        if self.max_result_bytes < self.max_result_tokens * 4:
+            raise ValueError("max_result_bytes must hold at least max_result_tokens * 4 bytes")
+        if self.max_argument_bytes < 1_000:
+            raise ValueError("max_argument_bytes must be at least 1,000")
+        if self.backlog_limit < 1:
+            raise ValueError("backlog_limit must be at least 1")
 
 
 _PRINCIPAL_SOURCES = {"tenant_id": "tenant", "tenant": "tenant", "user_id": "user", "user": "user"}
+
+
+MAX_NAME_CHARS = 200
+"""Longest tool name echoed and stored as sent (a real one is at most 128)."""
+
+
+def bounded_name(name: str) -> str:
+    """``name``, or its first ``MAX_NAME_CHARS`` characters and its length.
+
+    What a caller sends as a tool name is echoed to the model and stored in the
+    audit's ``tool`` column; a three-million-character name must do neither in
+    full. No real name is that long, so the cut one still resolves to nothing.
+    """
+    if len(name) <= MAX_NAME_CHARS:
+        return name
+    digest = hashlib.sha256(name.encode(errors="replace")).hexdigest()[:12]
+    return f"{name[:MAX_NAME_CHARS]}... ({len(name):,} characters, sha256 {digest})"
 
 
 def new_id(prefix: str) -> str:
@@ -118,6 +150,9 @@ class Call:
     """Set only on the call that registered the key's in-flight entry."""
     idempotency_owner: bool = False
     inflight: InFlight | None = None
+
+    def __post_init__(self) -> None:
+        self.tool_name = bounded_name(self.tool_name)
 
     def shown(self, name: str) -> str:
         """The caller's name for the full tool name ``name``, for model-facing texts."""

@@ -22,7 +22,7 @@ from typing import Any
 from callgate import access
 from callgate.contract import ToolContext, ToolSpec
 from callgate.errors import ErrorKind, ToolError
-from callgate.runtime import approvals, redaction, trifecta
+from callgate.runtime import approvals, idempotency, redaction, trifecta
 from callgate.runtime.call import Call, hash_json
 from callgate.runtime.deadline import Deadline
 from callgate.runtime.envelope import Envelope
@@ -261,7 +261,7 @@ async def status(call: Call) -> dict[str, Any]:
     assert spec is not None and spec.change is not None and call.preview is not None
     record = call.preview
     services = call.services
-    scope = f"{record.tenant or '-'}/{spec.change.apply_tool}/{record.id}"
+    scope = idempotency.scope_for(record.tenant, spec.change.apply_tool, record.id)
     claim = await services.store.get_idempotency(scope)
     now = datetime.now(UTC)
     out: dict[str, Any] = {"preview_id": record.id, "impact": record.impact}

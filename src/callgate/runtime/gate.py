@@ -19,7 +19,7 @@ from callgate.runtime import pipeline
 from callgate.runtime._sync import LoopThread, closed, closes_at_exit
 from callgate.runtime.approvals import ApprovalError, Approvals
 from callgate.runtime.builtin import BUILTIN_TOOLBOX, builtin_toolbox
-from callgate.runtime.call import Call, Limits, hash_json, new_id
+from callgate.runtime.call import Call, Limits, bounded_name, hash_json, new_id
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.policy import Policy
 from callgate.runtime.registry import Registry
@@ -27,8 +27,11 @@ from callgate.runtime.runner import Runner
 from callgate.runtime.services import Services
 from callgate.runtime.stages.shape import READ_MORE_TOOL
 from callgate.store import AuditRecord, GroupCommitter, MemoryStore, SQLStore, Store
+from callgate.store.backlog import WriteBacklog
 
 STORE_ENV = "CALLGATE_STORE"
+MAX_KEY_CHARS = 255
+"""Longest idempotency key: it is stored, indexed and echoed in every Envelope."""
 
 
 def default_store_url() -> str:
@@ -123,10 +126,13 @@ class Gate:
             committer = GroupCommitter(self.store)
             await committer.start()
             self.runner.start()
+            backlog = WriteBacklog(self.store, limit=self.limits.backlog_limit)
+            await backlog.start()
             self._services = Services(
                 registry=self.registry,
                 store=self.store,
                 committer=committer,
+                backlog=backlog,
                 policy=self.policy,
                 limits=self.limits,
                 context=self._context,
@@ -135,7 +141,11 @@ class Gate:
             )
 
     async def aclose(self) -> None:
-        """Wait for calls in flight, flush queued audit records, close the store."""
+        """Wait for calls in flight, flush queued audit records, close the store.
+
+        Writes kept because the store did not answer (see :meth:`reconcile`) get
+        a last try; those the store still does not take are logged as errors.
+        """
         # Closing under running calls would lose their audit records.
         await self._idle.wait()
         if self._services is not None:
@@ -144,7 +154,21 @@ class Gate:
         services, self._services = self._services, None
         if services is not None:
             await services.committer.aclose()
+            await services.backlog.aclose()
             await self.store.close()
+
+    async def reconcile(self) -> int:
+        """Write now what the store could not take as calls ended; how many still wait.
+
+        When the store does not answer as a call ends (a locked SQLite file,
+        terminated PostgreSQL connections), its caller is told so (``transient``,
+        or ``unknown_outcome`` once a side effect may have started) and its final
+        audit record, idempotency answer and approval result are kept in memory.
+        A background task writes them once the store answers; this writes them now.
+        """
+        if self._services is None:
+            return 0
+        return await self._services.backlog.flush()
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -174,10 +198,12 @@ class Gate:
     ) -> Envelope:
         """Run one call through the chain and return its Envelope.
 
-        Whatever the model sent (unknown tool, malformed JSON text, wrong types),
-        the answer is an Envelope; exceptions are raised only when the gate
-        itself cannot work (for example its store is unreachable, in which case
-        no result is returned without its audit record).
+        Whatever the model sent (unknown tool, malformed JSON text, wrong types)
+        and whatever the store does once open, the answer is an Envelope. A
+        result is returned only with its audit record durable: when the store
+        does not answer, the caller gets ``transient`` (nothing was changed) or
+        ``unknown_outcome`` (a side effect may have started), never the driver's
+        text, and the record is written later (see :meth:`reconcile`).
 
         Args:
             tool: the full tool name (``toolbox.tool``), or with ``names`` the
@@ -185,7 +211,8 @@ class Gate:
             arguments: the model-filled arguments, as a mapping or JSON text.
             principal: the authenticated caller; trusted fields come from it.
             session_id: groups calls of one conversation (duplicate limit, retry budget).
-            idempotency_key: the same key (per tenant and tool) runs the tool once.
+            idempotency_key: the same key (per tenant and tool) runs the tool once;
+                at most ``MAX_KEY_CHARS`` characters.
             timeout: seconds for this call; capped by ``Limits.max_timeout``.
             trace_id: to join an existing trace; a new one otherwise.
             sink: receives the tool's progress and log messages while it runs
@@ -194,9 +221,18 @@ class Gate:
                 ``tool`` is looked up through it, and every text the model reads
                 (close matches, next steps, hints) names tools its way. The
                 Envelope, the audit and policy keep the full names.
+
+        Raises:
+            ValueError: a bad ``timeout`` or ``idempotency_key``.
+            Exception: the store cannot be opened at all (the gate cannot start).
         """
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if idempotency_key is not None and len(idempotency_key) > MAX_KEY_CHARS:
+            raise ValueError(
+                f"idempotency_key must be at most {MAX_KEY_CHARS} characters, "
+                f"not {len(idempotency_key):,}"
+            )
         await self.open()
         assert self._services is not None
         call = Call(
@@ -342,7 +378,7 @@ class Gate:
             phase=phase,
             at=datetime.now(UTC),
             trace_id=os.urandom(16).hex(),
-            tool=f"{kind}:{name}",
+            tool=bounded_name(f"{kind}:{name}"),
             user=principal.user,
             tenant=principal.tenant,
             session_id=session_id,

@@ -6,27 +6,45 @@ claim decides who runs; the others poll the store for the stored Envelope. A
 claim whose call never recorded an outcome (its process died) is reported as
 an unknown outcome, never silently re-run. A transient failure, or a
 cancellation before any effect, releases the key so it can run again.
+
+A key's scope is its tenant, tool and key, encoded unambiguously (a JSON array:
+no tenant and tenant ``"-"`` are two scopes). When the store does not answer as
+the call ends, the key's answer waits in the write backlog; until it is written
+the claim stays pending, so the same key waits or answers ``unknown_outcome``,
+and never runs again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 
 from callgate.errors import ErrorKind
 from callgate.runtime.call import Call
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.services import InFlight
-from callgate.store import IdempotencyRecord
+from callgate.store import IdempotencyRecord, Store
+from callgate.store.failures import is_unavailable
 
 _POLL_START = 0.02
 _POLL_MAX = 0.5
 _STALE_MARGIN = timedelta(seconds=5)
 
 
+def scope_for(tenant: str | None, tool: str, key: str) -> str:
+    """The store's key for ``key`` of ``tool`` in ``tenant``: ``["acme","ops.pay","k1"]``.
+
+    JSON, so that no two (tenant, tool, key) share a scope whatever characters
+    they hold (``null`` is no tenant; migration 0009 rewrote the older
+    ``tenant/tool/key`` scopes, where no tenant and tenant ``-`` collided).
+    """
+    return json.dumps([tenant, tool, key], ensure_ascii=False, separators=(",", ":"))
+
+
 def scope_of(call: Call) -> str:
     assert call.spec is not None and call.idempotency_key is not None
-    return f"{call.principal.tenant or '-'}/{call.spec.name}/{call.idempotency_key}"
+    return scope_for(call.principal.tenant, call.spec.name, call.idempotency_key)
 
 
 def replay(envelope: Envelope) -> Envelope:
@@ -69,16 +87,24 @@ async def begin(call: Call) -> Envelope | None:
     call.inflight = entry
     now = datetime.now(UTC)
     try:
-        existing = await services.store.claim_idempotency(
-            IdempotencyRecord(
-                scope=scope,
-                args_hash=call.args_hash,
-                call_id=call.call_id,
-                state="pending",
-                created_at=now,
-                expires_at=_claim_expiry(call, now),
+        try:
+            existing = await services.store.claim_idempotency(
+                IdempotencyRecord(
+                    scope=scope,
+                    args_hash=call.args_hash,
+                    call_id=call.call_id,
+                    state="pending",
+                    created_at=now,
+                    expires_at=_claim_expiry(call, now),
+                )
             )
-        )
+        except Exception as exc:
+            if is_unavailable(exc):
+                # The claim may have been committed unheard (a connection lost at
+                # the commit): give it back once the store answers, or the key
+                # would answer unknown_outcome for a call that never ran.
+                _keep(call, scope, released=True, envelope=None, why=exc)
+            raise
         if existing is None:
             call.idempotency_owner = True
             return None
@@ -113,11 +139,24 @@ def _leave(call: Call, outcome: Envelope | None) -> None:
 
 def _stale_after(call: Call, record: IdempotencyRecord) -> datetime:
     """When a claim without outcome can no longer be running: the tool's own time
-    budget (every attempt and backoff) after the claim, plus a margin."""
+    budget after the claim, plus a margin.
+
+    Only a retry-safe tool is tried again, so only its budget counts every attempt
+    and backoff. A write (an apply too) runs once: the claim a crashed process
+    left is reported after one timeout, not after ``max_attempts`` timeouts and
+    backoffs. A run still going past that (a slow re-check of a preview, a tool
+    that reports progress) makes a re-send answer ``unknown_outcome`` early, which
+    is safe: it never runs the tool, and the first caller's answer is kept.
+    """
     from callgate.runtime.stages.execute import effective_timeout  # avoids a cycle
 
+    spec = call.spec
+    assert spec is not None
     limits = call.services.limits
-    budget = (effective_timeout(call) + limits.backoff_max) * limits.max_attempts
+    timeout = effective_timeout(call)
+    budget = timeout
+    if spec.retry_safe:
+        budget = (timeout + limits.backoff_max) * limits.max_attempts
     return record.created_at + timedelta(seconds=min(budget, limits.max_timeout)) + _STALE_MARGIN
 
 
@@ -154,11 +193,13 @@ async def _existing_outcome(call: Call, record: IdempotencyRecord) -> Envelope:
         record = fresh
 
 
-async def finish(call: Call, envelope: Envelope) -> None:
+async def finish(call: Call, envelope: Envelope, *, deferred: bool = False) -> None:
     """Store the owner's Envelope for later callers and wake the waiting ones.
 
     A transient failure or a cancellation before any effect releases the key:
-    nothing happened, so the same key may run again.
+    nothing happened, so the same key may run again. With ``deferred`` (the store
+    did not answer for this call already), or when the store does not answer
+    now, the write waits in the backlog; the claim stays pending meanwhile.
     """
     scope = call.idempotency_scope
     if scope is None:
@@ -170,19 +211,45 @@ async def finish(call: Call, envelope: Envelope) -> None:
     ) or envelope.status is Status.PENDING_APPROVAL
     cancelled = call.detail.get("cancelled") is True
     try:
-        if call.idempotency_owner:
+        if call.idempotency_owner and deferred:
+            _keep(call, scope, released=released, envelope=envelope, why=None)
+        elif call.idempotency_owner:
             store = call.services.store
-            if released:
-                await store.release_idempotency(scope, call_id=call.call_id)
-            else:
-                try:
+            try:
+                if released:
+                    await store.release_idempotency(scope, call_id=call.call_id)
+                else:
                     await store.complete_idempotency(
                         scope, envelope.model_dump(mode="json"), call_id=call.call_id
                     )
-                except KeyError:
-                    # Our claim expired and another call took the key meanwhile.
-                    call.detail["idempotency"] = "claim lost before completion"
+            except KeyError:
+                # Our claim expired and another call took the key meanwhile.
+                call.detail["idempotency"] = "claim lost before completion"
+            except Exception as exc:
+                _keep(call, scope, released=released, envelope=envelope, why=exc)
     finally:
         # Waiters of a cancelled owner look again (one of them will run it);
         # otherwise they share the owner's Envelope.
         _leave(call, None if (released and cancelled) else envelope)
+
+
+def _keep(
+    call: Call,
+    scope: str,
+    *,
+    released: bool,
+    envelope: Envelope | None,
+    why: BaseException | None,
+) -> None:
+    """Keep the key's release or completion for when the store answers."""
+    call_id = call.call_id
+    answer = None if released or envelope is None else envelope.model_dump(mode="json")
+
+    async def write(store: Store) -> None:
+        if answer is None:
+            await store.release_idempotency(scope, call_id=call_id)
+        else:
+            await store.complete_idempotency(scope, answer, call_id=call_id)
+
+    what = f"the {'release' if answer is None else 'answer'} of idempotency key {scope}"
+    call.services.backlog.keep(what, write, why=why)

@@ -12,19 +12,19 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from callgate.errors import ErrorKind
-from callgate.runtime import approvals, idempotency, trifecta
 from callgate.runtime.call import Call
 from callgate.runtime.envelope import Envelope
-from callgate.runtime.recording import audit_record
 from callgate.runtime.stages.authorize import authorize
 from callgate.runtime.stages.classify import classify
 from callgate.runtime.stages.decide import decide
 from callgate.runtime.stages.execute import execute
 from callgate.runtime.stages.inject import inject
 from callgate.runtime.stages.normalize import normalize
+from callgate.runtime.stages.record import record, unrecorded
 from callgate.runtime.stages.resolve import resolve
 from callgate.runtime.stages.shape import shape
 from callgate.runtime.stages.validate import validate
+from callgate.store.failures import describe, is_unavailable
 
 Stage = Callable[[Call], Awaitable[Envelope | None]]
 
@@ -46,10 +46,13 @@ STAGES: tuple[Stage, ...] = (
 async def run(call: Call) -> Envelope:
     """Run ``call`` through every stage, then record it (stage 10).
 
-    The Envelope is returned only once its audit record is durable. If the
-    caller is cancelled, the call is still recorded (as an unknown outcome when
-    a side effect may have started) before the cancellation propagates.
+    Whatever the store does, the caller gets an Envelope; it is the chain's
+    own only once its audit record is durable (see ``stages/record.py`` for what
+    the caller gets when the store does not answer). If the caller is cancelled,
+    the call is still recorded (as an unknown outcome when a side effect may
+    have started) before the cancellation propagates.
     """
+    store_failed = False
     try:
         envelope = await _stages(call)
     except asyncio.CancelledError:
@@ -57,17 +60,22 @@ async def run(call: Call) -> Envelope:
         # Shielded for real (not asyncio.shield, which only detaches): the
         # record is written before the cancellation goes on.
         with anyio.CancelScope(shield=True):
-            await _record(call, envelope)
+            await record(call, envelope)
         raise
     except Exception as exc:
         # A failure of the gateway itself (not of the tool): still one Envelope,
         # still audited. If the tool had already run, its effect may be real.
-        call.detail["internal_error"] = f"{type(exc).__name__}: {exc}"[:2000]
-        envelope = _gateway_failure(call)
+        store_failed = is_unavailable(exc)
+        if store_failed:
+            # The driver's text names SQL and its parameters: a short form only.
+            call.detail["store_error"] = describe(exc)
+            envelope = unrecorded(call)
+        else:
+            call.detail["internal_error"] = f"{type(exc).__name__}: {exc}"[:2000]
+            envelope = _gateway_failure(call)
     # No shield needed here: the committer writes a queued record even if this
     # caller is cancelled while waiting for it.
-    await _record(call, envelope)
-    return envelope
+    return await record(call, envelope, store_failed=store_failed)
 
 
 async def _stages(call: Call) -> Envelope:
@@ -113,14 +121,3 @@ def _cancelled(call: Call) -> Envelope:
         "The call was cancelled before it had any effect.",
         retryable=True,
     )
-
-
-async def _record(call: Call, envelope: Envelope) -> None:
-    try:
-        await call.services.committer.append(audit_record(call, phase="final", envelope=envelope))
-        await approvals.keep_result(call, envelope)
-        await trifecta.note_envelope(call, envelope)
-    finally:
-        if call.idempotency_scope is not None:
-            with anyio.CancelScope(shield=True):
-                await idempotency.finish(call, envelope)

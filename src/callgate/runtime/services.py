@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +15,7 @@ from callgate.runtime.registry import Registry
 from callgate.runtime.runner import Runner
 from callgate.runtime.validation import ArgumentValidator
 from callgate.store import GroupCommitter, Store
+from callgate.store.backlog import WriteBacklog
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -33,6 +33,8 @@ class Services:
     registry: Registry
     store: Store
     committer: GroupCommitter
+    backlog: WriteBacklog
+    """Writes the store could not take as calls ended, retried until it does."""
     policy: Policy
     limits: Limits
     context: Mapping[str, Any] = field(default_factory=dict)
@@ -42,11 +44,6 @@ class Services:
     runner: Runner = field(default_factory=Runner)
     """Runs tool code: deadlines, worker threads, stray work (see ``runtime/runner.py``)."""
     inflight: dict[str, InFlight] = field(default_factory=dict)
-    approval_locks: weakref.WeakValueDictionary[tuple[str, str, str, str | None], asyncio.Lock] = (
-        field(default_factory=weakref.WeakValueDictionary)
-    )
-    """Serializes filing approvals for one exact request, so concurrent identical
-    calls share one pending approval instead of flooding the inbox."""
     _validators: dict[str, ArgumentValidator] = field(default_factory=dict)
 
     def validator_for(self, spec: ToolSpec) -> ArgumentValidator:

@@ -58,8 +58,17 @@ def _take_items(items: list[Any], offset: int, budget: int) -> list[Any]:
     return taken
 
 
-def page(payload: Any, *, offset: int, budget_chars: int, key: str | None, unit: str) -> Page:
-    """The page of ``payload`` starting at ``offset`` that fits ``budget_chars``."""
+def page(
+    payload: Any,
+    *,
+    offset: int,
+    budget_chars: int,
+    key: str | None,
+    unit: str,
+    text: str | None = None,
+) -> Page:
+    """The page of ``payload`` starting at ``offset`` that fits ``budget_chars``
+    (``text``: the payload's :func:`dumps`, if the caller has it)."""
     if unit == "items":
         items = payload[key] if key is not None else payload
         rest_size = len(dumps({k: v for k, v in payload.items() if k != key})) if key else 0
@@ -91,7 +100,8 @@ def page(payload: Any, *, offset: int, budget_chars: int, key: str | None, unit:
             key=key,
             next_offset=end if end < len(field) else None,
         )
-    text = dumps(payload)
+    if text is None:
+        text = dumps(payload)
     chunk = text[offset : offset + budget_chars]
     end = offset + len(chunk)
     return Page(
@@ -104,9 +114,15 @@ def page(payload: Any, *, offset: int, budget_chars: int, key: str | None, unit:
     )
 
 
-def first_page(payload: Any, budget_chars: int) -> Page | None:
-    """None when the payload fits; else its first page."""
-    if len(dumps(payload)) <= budget_chars:
+def size_in_bytes(text: str) -> int:
+    """UTF-8 bytes of ``text`` (without encoding it when it is ASCII)."""
+    return len(text) if text.isascii() else len(text.encode(errors="replace"))
+
+
+def first_page(payload: Any, budget_chars: int, *, text: str | None = None) -> Page | None:
+    """None when the payload fits; else its first page. ``text``: the payload's
+    :func:`dumps`, when the caller has it already (a large payload is serialized once)."""
+    if len(dumps(payload) if text is None else text) <= budget_chars:
         return None
     if isinstance(payload, list):
         return page(payload, offset=0, budget_chars=budget_chars, key=None, unit="items")
@@ -118,7 +134,7 @@ def first_page(payload: Any, budget_chars: int) -> Page | None:
         rest = {k: v for k, v in payload.items() if k != key}
         if key is not None and len(dumps(rest)) < budget_chars // 2:
             return page(payload, offset=0, budget_chars=budget_chars, key=key, unit="chars")
-    return page(payload, offset=0, budget_chars=budget_chars, key=None, unit="chars")
+    return page(payload, offset=0, budget_chars=budget_chars, key=None, unit="chars", text=text)
 
 
 def notice(pg: Page, cursor: str | None, reader: str) -> str:

@@ -4,10 +4,16 @@ jsonschema-rs compiles a schema once and validates in Rust; on the BFCL corpus
 it is well over 20x faster than the pure-Python ``jsonschema`` package (see
 docs/benchmarks.md). Its errors carry a structured ``kind``, which lets the
 messages below name the field, the problem and what is allowed.
+
+Messages are bounded whatever the model sent: at most ``MAX_MESSAGES`` problems
+(then "and N more problems"), ``MAX_UNKNOWN_NAMES`` unknown argument names per
+object (then "and N more unknown arguments"), and a value quoted in a message cut short.
+100,000 unknown arguments make a few hundred characters, not megabytes.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,6 +33,10 @@ _JSON_TYPES = {
     type(None): "null",
 }
 MAX_MESSAGES = 5
+MAX_UNKNOWN_NAMES = 10
+MAX_MESSAGE_CHARS = 300
+_COUNTED_ERRORS = 1000
+"""Problems counted at most for "and N more" (counting stops there: "over N")."""
 
 
 def json_type(value: Any) -> str:
@@ -52,10 +62,16 @@ class ArgumentValidator:
         """Messages for the model, empty when the arguments are valid."""
         if self._validator.is_valid(arguments):
             return []
-        errors = list(self._validator.iter_errors(arguments))
+        found = self._validator.iter_errors(arguments)
+        errors = list(itertools.islice(found, _COUNTED_ERRORS))
+        more = next(found, None) is not None
         # An unknown argument first: it usually explains the "missing" one next to it.
         errors.sort(key=lambda e: type(e.kind).__name__ != "AdditionalProperties")
-        return [self._describe(err) for err in errors[:MAX_MESSAGES]]
+        messages = [self._describe(_within(err)) for err in errors[:MAX_MESSAGES]]
+        left = len(errors) - MAX_MESSAGES
+        if left > 0:
+            messages.append(f"... and {'over ' if more else ''}{left:,} more problems.")
+        return messages
 
     def _subschema(self, schema_path: Sequence[str | int]) -> Mapping[str, Any]:
         """The schema node that holds the failing keyword (for allowed values)."""
@@ -98,9 +114,15 @@ class ArgumentValidator:
         if kind == "AdditionalProperties":
             props = self._properties_at(err.schema_path)
             allowed = sorted(props)
-            parts = []
-            for name in err.kind.unexpected:
-                parts.append(f"Unknown argument {name!r}." + did_you_mean(name, allowed))
+            unexpected = list(err.kind.unexpected)
+            parts = [
+                f"Unknown argument {_name(name)}." + did_you_mean(name[:100], allowed)
+                for name in unexpected[:MAX_UNKNOWN_NAMES]
+            ]
+            if len(unexpected) > MAX_UNKNOWN_NAMES:
+                parts.append(
+                    f"... and {len(unexpected) - MAX_UNKNOWN_NAMES:,} more unknown arguments."
+                )
             allowed_text = ", ".join(allowed) if allowed else "none"
             scope = f" of {path!r}" if path else ""
             return " ".join(parts) + f" Allowed arguments{scope}: {allowed_text}."
@@ -109,9 +131,9 @@ class ArgumentValidator:
             shown = ", ".join(json.dumps(o) for o in options[:20])
             hint = ""
             if isinstance(err.instance, str):
-                hint = did_you_mean(err.instance, [o for o in options if isinstance(o, str)])
+                hint = did_you_mean(err.instance[:100], [o for o in options if isinstance(o, str)])
             return (
-                f"{where}: {json.dumps(err.instance)} is not allowed. Allowed values: {shown}."
+                f"{where}: {_short(err.instance)[1:-1]} is not allowed. Allowed values: {shown}."
                 + hint
             )
         if kind == "Type":
@@ -126,7 +148,8 @@ class ArgumentValidator:
             described = self._described_at(err.schema_path)
             expected = f" Expected: {described}" if described else ""
             return f"{where}: {_short(err.instance)[1:-1]} is not in the expected format.{expected}"
-        return f"{where}: {err.message}."
+        # The validator's own text may quote the whole value: cut it.
+        return _bounded(f"{where}: {err.message}.")
 
     def _described_at(self, schema_path: Sequence[str | int]) -> str | None:
         """The nearest description at or above the failing keyword (items inherit
@@ -144,6 +167,42 @@ class ArgumentValidator:
             path.pop()
 
 
+def _within(err: Any) -> Any:
+    """For "none of anyOf/oneOf matched": the one branch the value was meant for.
+
+    ``Optional[Model]`` is ``anyOf: [Model, null]``; an object with a bad field
+    fails both branches, and "not valid under any of the schemas" says nothing.
+    When every branch but one fails on the value's type itself, that one branch's
+    first error is the real problem.
+    """
+    while type(err.kind).__name__ in ("AnyOf", "OneOfNotValid"):
+        meant = [
+            branch
+            for branch in err.kind.context
+            if branch
+            and not any(
+                type(e.kind).__name__ == "Type" and list(e.instance_path) == list(err.instance_path)
+                for e in branch
+            )
+        ]
+        if len(meant) != 1:
+            break
+        err = meant[0][0]
+    return err
+
+
+def _bounded(message: str) -> str:
+    """A message cut to ``MAX_MESSAGE_CHARS`` (a value it quotes may be huge)."""
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    return message[: MAX_MESSAGE_CHARS - 20].rstrip() + f"... ({len(message):,} characters)"
+
+
+def _name(name: str) -> str:
+    """A name the model sent, quoted, its first 100 characters at most."""
+    return repr(name) if len(name) <= 100 else f"{name[:100]!r}... ({len(name):,} characters)"
+
+
 def _short(value: Any) -> str:
     text = json.dumps(value, default=str)
     return f"({text[:60]}...)" if len(text) > 60 else f"({text})"
@@ -151,9 +210,12 @@ def _short(value: Any) -> str:
 
 def pydantic_messages(exc: pydantic.ValidationError) -> list[str]:
     """Model-facing messages for what the tool's own validators rejected."""
+    items = exc.errors(include_url=False)
     out = []
-    for item in exc.errors(include_url=False)[:MAX_MESSAGES]:
+    for item in items[:MAX_MESSAGES]:
         path = field_path([p for p in item["loc"] if isinstance(p, (str, int))])
         where = f"Argument {path!r}" if path else "The arguments"
-        out.append(f"{where}: {item['msg']}.")
+        out.append(_bounded(f"{where}: {item['msg']}."))
+    if len(items) > MAX_MESSAGES:
+        out.append(f"... and {len(items) - MAX_MESSAGES:,} more problems.")
     return out

@@ -75,7 +75,8 @@ class AuditRecord:
 @dataclass(kw_only=True, frozen=True)
 class IdempotencyRecord:
     scope: str
-    """``tenant/tool/key``: keys never collide across tenants or tools."""
+    """``["tenant","tool","key"]`` (JSON, ``null`` for no tenant): keys never
+    collide across tenants or tools."""
     args_hash: str
     call_id: str
     state: IdempotencyState
@@ -309,6 +310,14 @@ class Store(Protocol):
     # approvals ---------------------------------------------------------------
     async def create_approval(self, record: ApprovalRecord) -> None:
         """Insert a new (pending) approval. ``id`` is unique."""
+
+    async def create_pending_approval(self, record: ApprovalRecord) -> ApprovalRecord:
+        """File the pending ``record`` unless a live pending approval is bound to the
+        same request (tool, args_hash, user, tenant); return the one that stands.
+
+        Atomic across processes and replicas: concurrent identical calls share one
+        pending approval instead of filling the inbox with copies.
+        """
 
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
         """The record, whatever its state or expiry; None if unknown."""

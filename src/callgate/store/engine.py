@@ -4,6 +4,13 @@ SQLite (the default) is shared by several processes (CLI commands, a gateway):
 every connection runs in WAL mode with a busy timeout, and every write
 transaction starts with ``BEGIN IMMEDIATE`` so two writers queue for the lock
 instead of failing with "database is locked" when a read turns into a write.
+The busy timeout (5 seconds unless the store is given another) is how long one
+write waits for another process's write transaction before failing: a call
+waits for it at most once (its first failed write; everything it still has to
+write after that waits in the backlog, see :mod:`callgate.store.backlog`).
+
+PostgreSQL connections name themselves ``callgate`` (``callgate/<schema>`` in a
+schema) in ``pg_stat_activity``.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ _DRIVERS = {
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 BEGIN_OPTION = "callgate_sqlite_begin"
 BUSY_TIMEOUT_MS = 5000
-MIGRATIONS_HEAD = "0008"
+MIGRATIONS_HEAD = "0009"
 """The newest revision in ``migrations/versions`` (a test keeps the two equal)."""
 
 
@@ -95,6 +102,7 @@ def create_engine(
     echo: bool = False,
     sqlite_synchronous: SQLiteSynchronous = "NORMAL",
     schema: str | None = None,
+    busy_timeout: float = BUSY_TIMEOUT_MS / 1000,
 ) -> AsyncEngine:
     """An async engine with the connection settings every store connection needs.
 
@@ -105,6 +113,8 @@ def create_engine(
             ``NORMAL`` (in WAL mode) may lose the last commits on power loss, never
             on a process crash; ``FULL`` loses nothing.
         schema: PostgreSQL only: the schema to work in (its ``search_path``).
+        busy_timeout: SQLite only: seconds a write waits for another connection's
+            write transaction before failing with "database is locked".
 
     Raises:
         ValueError: A bad ``sqlite_synchronous`` or ``schema``.
@@ -112,7 +122,10 @@ def create_engine(
     parsed = make_url(normalize_url(url))
     check_options(parsed, sqlite_synchronous, schema)
     if parsed.get_backend_name() != "sqlite":
-        connect_args = {"server_settings": {"search_path": schema}} if schema else {}
+        settings = {"application_name": f"callgate/{schema}" if schema else "callgate"}
+        if schema:
+            settings["search_path"] = schema
+        connect_args = {"server_settings": settings}
         return create_async_engine(parsed, echo=echo, connect_args=connect_args)
     if is_sqlite_memory(parsed):
         # One connection, or every session would see its own empty database.
@@ -123,7 +136,7 @@ def create_engine(
         # so the pool's reset-on-return ROLLBACK is a wasted round trip per use.
         engine = create_async_engine(parsed, echo=echo, pool_reset_on_return=None)
         pragmas = [
-            f"busy_timeout={BUSY_TIMEOUT_MS}",
+            f"busy_timeout={round(busy_timeout * 1000)}",
             # A no-op once enable_wal() has switched the file (the mode persists).
             "journal_mode=WAL",
             f"synchronous={sqlite_synchronous}",
@@ -149,7 +162,7 @@ def create_engine(
     return engine
 
 
-async def enable_wal(path: str) -> None:
+async def enable_wal(path: str, *, busy_timeout: float = BUSY_TIMEOUT_MS / 1000) -> None:
     """Switch a SQLite file to WAL, waiting for other processes if need be.
 
     The switch needs the file to itself, and when another process holds it
@@ -157,7 +170,7 @@ async def enable_wal(path: str) -> None:
     so two processes creating the same database race here. Retry until the
     switch is made (by anyone) or the busy timeout has passed.
     """
-    deadline = anyio.current_time() + BUSY_TIMEOUT_MS / 1000
+    deadline = anyio.current_time() + busy_timeout
     async with aiosqlite.connect(path) as db:
         while True:
             try:

@@ -194,6 +194,19 @@ class MemoryStore:
             raise ValueError(f"approval {record.id!r} exists already")
         self._approvals[record.id] = _copy_approval(record)
 
+    async def create_pending_approval(self, record: ApprovalRecord) -> ApprovalRecord:
+        await checkpoint()
+        now = datetime.now(UTC)
+        request = (record.tool, record.args_hash, record.user, record.tenant)
+        for existing in self._approvals.values():
+            bound = (existing.tool, existing.args_hash, existing.user, existing.tenant)
+            if bound == request and existing.state == "pending" and existing.expires_at > now:
+                return existing
+        if record.id in self._approvals:
+            raise ValueError(f"approval {record.id!r} exists already")
+        self._approvals[record.id] = _copy_approval(record)
+        return self._approvals[record.id]
+
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
         await checkpoint()
         return self._approvals.get(approval_id)

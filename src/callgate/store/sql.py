@@ -79,6 +79,7 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
         echo: bool = False,
         sqlite_synchronous: SQLiteSynchronous = "NORMAL",
         schema: str | None = None,
+        busy_timeout: float = BUSY_TIMEOUT_MS / 1000,
     ) -> None:
         """Describe the store; nothing connects until :meth:`open`.
 
@@ -88,6 +89,10 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
             sqlite_synchronous: ``PRAGMA synchronous`` for a file SQLite database.
             schema: PostgreSQL only: keep the tables in this schema (created if
                 missing), e.g. to isolate tests or tenants sharing one database.
+            busy_timeout: SQLite only: seconds a write waits for another process's
+                write transaction before failing ("database is locked"); a call
+                whose write fails so is answered without driver text and its
+                remaining writes wait in the gate's backlog.
 
         Raises:
             ValueError: A malformed URL, ``sqlite_synchronous`` or ``schema``.
@@ -98,7 +103,10 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
             "echo": echo,
             "sqlite_synchronous": sqlite_synchronous,
             "schema": schema,
+            "busy_timeout": busy_timeout,
         }
+        if not busy_timeout >= 0:
+            raise ValueError(f"busy_timeout must be >= 0 seconds, not {busy_timeout!r}")
         check_options(self._sa_url, sqlite_synchronous, schema)
         self._schema = schema
         self._dialect = self._sa_url.get_backend_name()
@@ -135,7 +143,7 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
             database = self._sa_url.database
             if self._dialect == "sqlite" and not self._memory and database:
                 Path(database).parent.mkdir(parents=True, exist_ok=True)
-                await enable_wal(database)
+                await enable_wal(database, busy_timeout=self._options["busy_timeout"])
             engine = create_engine(self.url, **self._options)
             try:
                 async with self._transaction(engine, write=True) as conn:
@@ -154,7 +162,10 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
                 synchronous = self._options["sqlite_synchronous"]
                 self._audit_writer = SQLiteAuditWriter(
                     database,
-                    pragmas=[f"busy_timeout={BUSY_TIMEOUT_MS}", f"synchronous={synchronous}"],
+                    pragmas=[
+                        f"busy_timeout={round(self._options['busy_timeout'] * 1000)}",
+                        f"synchronous={synchronous}",
+                    ],
                     # Inline commits only where they never wait for the disk.
                     inline=synchronous in ("OFF", "NORMAL"),
                 )

@@ -7,8 +7,9 @@ about one thing; it needs only the store's transactions (``_begin``) and dialect
 from __future__ import annotations
 
 import contextlib
+import json
 from dataclasses import fields, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import Table, Update, or_, select, update
@@ -50,12 +51,57 @@ class HumanLoopRecords:
         Raises:
             ValueError: An approval with this ``id`` exists already.
         """
-        row = {f.name: getattr(record, f.name) for f in fields(ApprovalRecord)}
-        row["created_at"] = as_utc(record.created_at)
-        row["expires_at"] = as_utc(record.expires_at)
-        if record.decided_at is not None:
-            row["decided_at"] = as_utc(record.decided_at)
+        row = _approval_row(record)
         await self._insert_once(approvals, row, f"approval {record.id!r} exists already")
+
+    async def create_pending_approval(self, record: ApprovalRecord) -> ApprovalRecord:
+        """File ``record`` unless a live pending approval is bound to the same request.
+
+        One write transaction looks and inserts: SQLite runs it under the
+        database's write lock (``BEGIN IMMEDIATE``), PostgreSQL under an advisory
+        lock on the request, so two replicas filing at once find each other's
+        row. (A unique index cannot say "live": a pending approval past its
+        expiry stays ``pending`` and must not block a new one.)
+
+        Raises:
+            ValueError: An approval with this ``id`` exists already.
+        """
+        now = datetime.now(UTC)
+        tool, args_hash, user, tenant = record.tool, record.args_hash, record.user, record.tenant
+        live = (
+            select(approvals)
+            .where(
+                approvals.c.tool == tool,
+                approvals.c.args_hash == args_hash,
+                approvals.c.user == user,
+                # `== None` renders IS NULL: a tenantless call matches tenantless rows.
+                approvals.c.tenant == tenant,
+                approvals.c.state == "pending",
+                approvals.c.expires_at > now,
+            )
+            .order_by(*self._newest_first())
+            .limit(1)
+        )
+        row = _approval_row(record)
+        async with self._begin(write=True) as conn:
+            if self._dialect == "postgresql":
+                request = json.dumps([tool, args_hash, user, tenant])
+                await self._pg_lock(conn, f"approval:{request}")
+            existing = (await conn.execute(live)).first()
+            if existing is not None:
+                return ApprovalRecord(**existing._asdict())
+            inserted = await conn.execute(
+                self._insert(approvals)
+                .values(row)
+                .on_conflict_do_nothing(index_elements=[approvals.c.id])
+                .returning(approvals.c.id)
+            )
+            if inserted.first() is None:
+                raise ValueError(f"approval {record.id!r} exists already")
+        return record
+
+    async def _pg_lock(self, conn: AsyncConnection, name: str) -> None:
+        raise NotImplementedError  # provided by SQLStore
 
     async def get_approval(self, approval_id: str) -> ApprovalRecord | None:
         """The record, whatever its state or expiry; None if unknown."""
@@ -407,3 +453,12 @@ class HumanLoopRecords:
         async with self._begin(write=True) as conn:
             if (await conn.execute(stmt)).rowcount == 0:
                 raise KeyError(missing)
+
+
+def _approval_row(record: ApprovalRecord) -> dict[str, Any]:
+    row = {f.name: getattr(record, f.name) for f in fields(ApprovalRecord)}
+    row["created_at"] = as_utc(record.created_at)
+    row["expires_at"] = as_utc(record.expires_at)
+    if record.decided_at is not None:
+        row["decided_at"] = as_utc(record.decided_at)
+    return row

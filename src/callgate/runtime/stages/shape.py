@@ -1,14 +1,23 @@
-"""Stage 9: size limit with an explicit notice; the full result stays readable by cursor."""
+"""Stage 9: size limit with an explicit notice; the full result stays readable by cursor.
+
+A result over ``Limits.max_result_bytes`` (measured on its JSON text, before it
+is stored or cut) is neither kept nor shown: five concurrent 100 MB results
+once took a server to a gigabyte and the SQLite file to 643 MB. A read's
+caller is told to ask for less (``construction``); a write's, that the action
+was carried out but its result cannot be shown (``unrecoverable``: the outcome
+is known, so not ``unknown_outcome``; and never retried, so not ``transient``).
+"""
 
 from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime
 
+from callgate.errors import ErrorKind
 from callgate.runtime.call import Call
 from callgate.runtime.cursor import Cursor
 from callgate.runtime.envelope import Envelope, Status, Truncation
-from callgate.runtime.shaping import CHARS_PER_TOKEN, first_page, notice
+from callgate.runtime.shaping import CHARS_PER_TOKEN, dumps, first_page, notice, size_in_bytes
 from callgate.store import StoredResult
 
 READ_MORE_TOOL = "callgate.read_more"
@@ -21,7 +30,16 @@ async def shape(call: Call) -> Envelope | None:
     budget = limits.max_result_tokens * CHARS_PER_TOKEN
     # read_more sizes its own pages to the budget; truncating a page again would
     # hand out a cursor into a page instead of into the result.
-    pg = None if spec.name == READ_MORE_TOOL else first_page(call.payload, budget)
+    if spec.name == READ_MORE_TOOL:
+        return call.envelope(Status.OK, payload=call.payload)
+    text = dumps(call.payload)
+    size = size_in_bytes(text)
+    if size > limits.max_result_bytes:
+        call.detail["result_bytes"] = size
+        call.payload = None  # not kept for the rest of the call either
+        return _too_large(call, size)
+    pg = first_page(call.payload, budget, text=text)
+    del text
     if pg is None:
         return call.envelope(Status.OK, payload=call.payload)
     ref = "res_" + secrets.token_urlsafe(16)
@@ -54,4 +72,26 @@ async def shape(call: Call) -> Envelope | None:
             cursor=cursor,
             notice=notice(pg, cursor, call.shown(READ_MORE_TOOL)),
         ),
+    )
+
+
+def _too_large(call: Call, size: int) -> Envelope:
+    spec = call.spec
+    assert spec is not None
+    limit = call.services.limits.max_result_bytes
+    sizes = f"{size:,} bytes; at most {limit:,} are returned"
+    if spec.effective_annotations.read_only:
+        return call.fail(
+            ErrorKind.CONSTRUCTION,
+            f"The result of {call.shown(spec.name)} is too large ({sizes}); nothing is shown.",
+            next_step="Ask for less: use the tool's filters, a narrower range or a smaller "
+            "page, then call it again.",
+        )
+    return call.fail(
+        ErrorKind.UNRECOVERABLE,
+        f"{call.shown(spec.name)} ran and its action was carried out, but its result is too large "
+        f"to return ({sizes}); it is not shown (reference {call.call_id}).",
+        next_step="Do not call it again: the action is done. Tell the user it was carried "
+        "out; read what you need with a read tool.",
+        detail_ref=call.call_id,
     )

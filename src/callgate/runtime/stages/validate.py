@@ -10,6 +10,7 @@ import pydantic
 from callgate.errors import ConstructionError, ErrorKind
 from callgate.runtime.call import Call
 from callgate.runtime.envelope import Envelope
+from callgate.runtime.shaping import dumps
 from callgate.runtime.validation import json_type, pydantic_messages
 
 
@@ -20,12 +21,35 @@ def _example(call: Call) -> str:
     return ""
 
 
+def _too_large(call: Call, args: Any) -> Envelope | None:
+    """Arguments over ``Limits.max_argument_bytes`` (as JSON text) are refused before
+    anything parses, validates, stores or echoes them."""
+    limit = call.services.limits.max_argument_bytes
+    if isinstance(args, bytes):
+        size = len(args)
+    else:
+        text = args if isinstance(args, str) else dumps(args)
+        size = len(text) if text.isascii() else len(text.encode(errors="replace"))
+    if size <= limit:
+        return None
+    call.detail["argument_bytes"] = size
+    return call.fail(
+        ErrorKind.CONSTRUCTION,
+        f"The arguments are too large ({size:,} bytes; at most {limit:,} are accepted).",
+        next_step="Send only what the tool needs: pass large content by reference (an id, "
+        "a URL) or in smaller parts.",
+    )
+
+
 async def validate(call: Call) -> Envelope | None:
     spec = call.spec
     assert spec is not None
     args: Any = call.raw_arguments
     if args is None:
         args = {}
+    too_large = _too_large(call, args)
+    if too_large is not None:
+        return too_large
     if isinstance(args, (str, bytes)):
         try:
             args = json.loads(args) if args.strip() else {}
