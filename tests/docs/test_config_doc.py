@@ -13,6 +13,7 @@ import pytest
 from callgate.config import (
     _ApproversFile,
     _ConfigFile,
+    _McpFile,
     _PolicyFile,
     _PrincipalFile,
     _RuleFile,
@@ -45,6 +46,7 @@ def test_every_key_the_file_accepts_is_documented_and_in_the_example() -> None:
         *_PrincipalFile.model_fields,
         *_ApproversFile.model_fields,
         *_SecretFile.model_fields,
+        *_McpFile.model_fields,
         *(f.name for f in dataclasses.fields(Limits)),
     }
     example = _example()

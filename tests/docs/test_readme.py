@@ -222,7 +222,7 @@ async def test_your_own_tools_over_mcp(tmp_path: Path) -> None:
         with anyio.fail_after(30):
             async with Client(url, mode="legacy") as client:
                 names = {t.name for t in (await client.list_tools()).tools}
-                result = await client.call_tool("shop.order_status", {"order_id": "O-1"})
+                result = await client.call_tool("shop__order_status", {"order_id": "O-1"})
     finally:
         process.terminate()
         with anyio.fail_after(15):
@@ -231,7 +231,7 @@ async def test_your_own_tools_over_mcp(tmp_path: Path) -> None:
 
     assert lines[0] == f"callgate: store: sqlite:///{tmp_path / 'shop.db'}"
     assert lines[1:3] == expected[1:3]  # the principal and the toolboxes, as the README says
-    assert {"shop.order_status", "shop.order_cancel"} <= names
+    assert {"shop__order_status", "shop__order_cancel"} <= names
     assert result.structured_content == {"order_id": "O-1", "status": "shipped", "tenant": "acme"}
 
 

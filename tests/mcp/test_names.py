@@ -206,3 +206,20 @@ async def test_a_tool_names_other_tools_through_its_context() -> None:
             async with Client(server, mode="legacy") as client:
                 result = await client.call_tool("crm__lookup", {"customer_id": "X"})
     assert "Find the id with crm__search." in _text(result)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_tool_s_own_error_text_names_tools_as_the_client_sees_them(mode: str) -> None:
+    gate = Gate(toolboxes(), store=MemoryStore(), policy=demo_policy())
+    server = build_server(gate, principal=ALICE_OPS)
+    async with gate:
+        with anyio.fail_after(10):
+            async with Client(server, mode=mode) as client:
+                # The demo's message was written with full names ("... with ops.campaigns_find").
+                unknown = await client.call_tool(
+                    "ops__budget_change_preview",
+                    {"campaign_id": "C-999", "new_daily_budget": 1500},
+                )
+    text = _text(unknown)
+    assert unknown.is_error
+    assert "ops__campaigns_find" in text and "ops.campaigns_find" not in text

@@ -72,7 +72,7 @@ def serve(
             "--unprefixed",
             metavar="TOOLBOX",
             help="Expose this toolbox's tools without the toolbox prefix (repeatable); "
-            "for clients that expect fixed tool names. Default: the config's [mcp] unprefixed.",
+            "for clients that expect fixed tool names. Default: unprefixed in the config's mcp table.",
             show_default=False,
         ),
     ] = None,
@@ -84,7 +84,7 @@ def serve(
             help=f"What joins toolbox and tool in the names clients see (default "
             f"{DEFAULT_SEPARATOR!r}: ops{DEFAULT_SEPARATOR}deploy_status; '.' for "
             "ops.deploy_status, which several hosts and model APIs refuse). Default: the "
-            "config's [mcp] tool_separator.",
+            "config's mcp table (tool_separator).",
             show_default=False,
         ),
     ] = None,

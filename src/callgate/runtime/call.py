@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from callgate.contract import FULL_NAMES, Principal, ToolNames, ToolSink, ToolSpec
+from callgate.contract import (
+    FULL_NAMES,
+    Principal,
+    ToolNames,
+    ToolSink,
+    ToolSpec,
+    rename_in_text,
+)
 from callgate.errors import ErrorKind, default_next_step
 from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status, Timing
 from callgate.runtime.redaction import redact
@@ -157,6 +164,14 @@ class Call:
     def shown(self, name: str) -> str:
         """The caller's name for the full tool name ``name``, for model-facing texts."""
         return self.names.shown(name)
+
+    def in_callers_names(self, text: str | None) -> str | None:
+        """A text written with full tool names (a tool's own error message: "find
+        the id with ops.campaigns_find") with every tool named as the caller sees it."""
+        if text is None or self.names is FULL_NAMES:
+            return text
+        known = [spec.name for spec in self.services.registry.specs()]
+        return rename_in_text(text, known, self.names)
 
     @property
     def elapsed_ms(self) -> float:

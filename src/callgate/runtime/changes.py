@@ -155,7 +155,11 @@ async def check_unchanged(call: Call) -> Envelope | None:
     try:
         now = await _run_helper(call, previewer)
     except ToolError as exc:
-        return call.fail(exc.kind, exc.message, next_step=exc.next_step or again)
+        return call.fail(
+            exc.kind,
+            call.in_callers_names(exc.message) or "",
+            next_step=call.in_callers_names(exc.next_step) or again,
+        )
     except Unresponsive as exc:
         return call.fail(
             ErrorKind.TRANSIENT,

@@ -276,8 +276,8 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
             call.detail["stopped_for_input"] = True
         return _Failure(
             exc.kind,
-            exc.message,
-            next_step=exc.next_step,
+            call.in_callers_names(exc.message) or "",
+            next_step=call.in_callers_names(exc.next_step),
             retry_after=exc.retry_after if isinstance(exc, TransientError) else None,
         )
     except NotStarted:

@@ -88,5 +88,9 @@ async def validate(call: Call) -> Envelope | None:
             next_step=f"Fix the arguments and call {call.shown(spec.name)} again." + _example(call),
         )
     except ConstructionError as exc:
-        return call.fail(ErrorKind.CONSTRUCTION, exc.message, next_step=exc.next_step)
+        return call.fail(
+            ErrorKind.CONSTRUCTION,
+            call.in_callers_names(exc.message) or "",
+            next_step=call.in_callers_names(exc.next_step),
+        )
     return None
