@@ -26,4 +26,7 @@ echo "== ruff format --check"
 echo "== mypy (strict)"
 .venv/bin/mypy
 echo "== pytest"
-exec .venv/bin/python -m pytest "$@"
+# Tests run in parallel worker processes (pytest-xdist): many of them wait on
+# subprocesses and servers, so more workers than cores pays even on 2 cores.
+# CALLGATE_TEST_WORKERS=0 runs them in this process, one after another.
+exec .venv/bin/python -m pytest -n "${CALLGATE_TEST_WORKERS:-3}" "$@"
