@@ -51,6 +51,6 @@ async def test_a_run_handle_works_for_its_owner_only(gate: Gate, mode: str) -> N
         assert result.is_error
         text = _text(result)
         assert "is unknown or expired. Runbook runs live 2 hours after their last change." in text
-        assert "Next step: Create a new one with ops.runbook_start" in text
+        assert "Next step: Create a new one with ops__runbook_start" in text
     assert _text(theirs).replace(run, "run_nosuchrun") == _text(made_up)
     assert "checkout" not in _text(theirs)
