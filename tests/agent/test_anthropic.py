@@ -398,6 +398,7 @@ def test_the_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     assert str(model._client.base_url).startswith("http://anthropic.test")
 
 
+@pytest.mark.slow
 def test_callgate_agent_does_not_import_the_sdk_and_the_adapter_names_the_extra() -> None:
     code = (
         "import sys; import callgate.agent; assert 'anthropic' not in sys.modules\n"

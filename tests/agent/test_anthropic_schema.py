@@ -22,6 +22,7 @@ META = Draft202012Validator(Draft202012Validator.META_SCHEMA)
 """What ``check_schema`` does, built once: it builds a validator per call, 6,500 times here."""
 
 
+@pytest.mark.slow
 def test_every_corpus_schema_converts_to_an_input_schema_the_api_accepts() -> None:
     tools = corpus_tools()
     assert len(tools) == 3_200 + 72

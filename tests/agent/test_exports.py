@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import callgate.agent
 
 
@@ -40,6 +42,7 @@ def test_exported_names() -> None:
         assert getattr(callgate.agent, name) is not None
 
 
+@pytest.mark.slow
 def test_the_loop_needs_no_provider_sdk() -> None:
     code = (
         "import sys, callgate.agent, callgate.cli.app; "

@@ -77,6 +77,7 @@ def _all_tools() -> tuple[CorpusTool, ...]:
     return bfcl_unique_tools() + tau2_tools()
 
 
+@pytest.mark.slow
 def test_every_corpus_schema_converts_strict_and_loose() -> None:
     tools = _all_tools()
     assert len(tools) == 3200 + 72

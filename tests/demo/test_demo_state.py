@@ -134,6 +134,7 @@ for i in range(int(sys.argv[2])):
 """
 
 
+@pytest.mark.slow
 def test_processes_do_not_interleave_read_modify_write(tmp_path: Path) -> None:
     path = tmp_path / "state.json"
     DemoState(path=path)

@@ -77,6 +77,7 @@ def _extras() -> set[str]:
     return set(project["optional-dependencies"])
 
 
+@pytest.mark.slow
 def test_install_names_what_exists_and_puts_callgate_on_path(
     tmp_path: Path, user_env: dict[str, str]
 ) -> None:

@@ -74,6 +74,7 @@ def client() -> Iterator[TestClient]:
         yield http
 
 
+@pytest.mark.slow
 @settings(
     max_examples=1500,
     deadline=None,

@@ -15,6 +15,7 @@ from .tools import Counters, build
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 async def test_five_megabytes_are_truncated_and_fully_readable(make_gate: GateFactory) -> None:
     n = 50_000  # ~5 MB of rows
     async with make_gate([build(Counters())], limits=Limits(max_result_tokens=20_000)) as gate:
