@@ -418,3 +418,35 @@ async def test_a_hung_prompt_answers_at_the_gate_timeout() -> None:
         hung.release.set()
     assert "took too long" in str(caught.value)
     assert held == 1
+
+
+async def test_the_thread_caps_are_limits_of_the_gate() -> None:
+    hung = Hung(target=2)
+    box = Toolbox("h")
+
+    @box.tool(read_only=True, timeout=5)
+    def slow(n: int) -> int:
+        """Waits for the release."""
+        hung()
+        return n
+
+    async with gate_for(box, tool_threads=2, max_threads=3) as gate:
+        try:
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as tg:
+                    answers: list[Envelope] = []
+
+                    async def one(n: int) -> None:
+                        answers.append(await gate.call("h.slow", {"n": n}, principal=ALICE))
+
+                    for n in range(5):
+                        tg.start_soon(one, n)
+                    await anyio.to_thread.run_sync(hung.reached.wait, 5)
+                    held = gate.runner.threads("h.slow")
+                    hung.release.set()
+        finally:
+            hung.release.set()
+    assert held == 2 and hung.most_at_once == 2
+    assert sorted(a.payload for a in answers) == [0, 1, 2, 3, 4]  # the rest waited, then ran
+    with pytest.raises(ValueError, match="tool_threads"):
+        Limits(tool_threads=5, max_threads=4)

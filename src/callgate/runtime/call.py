@@ -60,6 +60,13 @@ class Limits:
     backlog_limit: int = 10_000
     """Writes (final audit records, idempotency answers) kept in memory while the
     store does not answer; beyond it they are dropped and logged as errors."""
+    tool_threads: int = 8
+    """Worker threads one sync tool (or resource, prompt, change helper) may hold,
+    running or abandoned after a timeout: further calls wait for one, and once as
+    many are stuck, new calls are refused as not responding. Also the number of
+    stray async tasks (ignoring cancellation) a tool may have before it is refused."""
+    max_threads: int = 40
+    """Worker threads all sync tools of the gate may hold together."""
 
     def __post_init__(self) -> None:
         if self.default_timeout <= 0 or self.max_timeout <= 0:
@@ -74,6 +81,8 @@ class Limits:
             raise ValueError("max_argument_bytes must be at least 1,000")
         if self.backlog_limit < 1:
             raise ValueError("backlog_limit must be at least 1")
+        if self.tool_threads < 1 or self.max_threads < self.tool_threads:
+            raise ValueError("tool_threads must be at least 1 and at most max_threads")
 
 
 _PRINCIPAL_SOURCES = {"tenant_id": "tenant", "tenant": "tenant", "user_id": "user", "user": "user"}

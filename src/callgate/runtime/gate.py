@@ -102,7 +102,9 @@ class Gate:
             raise ValueError(f"{sorted(clash)} given both as context and as secrets")
         self._context = {**(context or {}), **(secrets or {})}
         self._secret_sources = frozenset(secrets or {})
-        self.runner = Runner()
+        self.runner = Runner(
+            tool_threads=self.limits.tool_threads, max_threads=self.limits.max_threads
+        )
         """Runs tool, resource and prompt code under its deadline and caps."""
         self._services: Services | None = None
         self._running = 0

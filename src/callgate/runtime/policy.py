@@ -65,6 +65,18 @@ class PolicyError(ValueError):
     """A rule is malformed (bad CEL, unknown effect or risk tier)."""
 
 
+def _compile(expression: str, what: str) -> Any:
+    """A compiled CEL program.
+
+    Raises:
+        PolicyError: naming ``what`` when the expression is not valid CEL.
+    """
+    try:
+        return cel.compile(expression)
+    except (ValueError, RuntimeError) as exc:
+        raise PolicyError(f"{what}: invalid CEL condition: {exc}") from None
+
+
 @dataclass(kw_only=True, frozen=True)
 class Approvers:
     """Who may approve what a rule requires; any one qualifies.
@@ -101,12 +113,7 @@ class Approvers:
             raise PolicyError(str(exc)) from None
         if not role_set and not user_set and owner is None:
             raise PolicyError("approvers name nobody: give roles, users or an owner")
-        program = None
-        if owner is not None:
-            try:
-                program = cel.compile(owner)
-            except (ValueError, RuntimeError) as exc:
-                raise PolicyError(f"approvers owner {owner!r}: invalid CEL: {exc}") from None
+        program = _compile(owner, f"approvers owner {owner!r}") if owner is not None else None
         object.__setattr__(self, "roles", role_set)
         object.__setattr__(self, "users", user_set)
         object.__setattr__(self, "owner", owner)
@@ -213,12 +220,7 @@ class Rule:
             tiers = frozenset(RiskTier(r) for r in risk) if risk is not None else None
         except ValueError as exc:
             raise PolicyError(str(exc)) from None
-        program = None
-        if when is not None:
-            try:
-                program = cel.compile(when)
-            except (ValueError, RuntimeError) as exc:
-                raise PolicyError(f"rule {name or when!r}: invalid CEL condition: {exc}") from None
+        program = _compile(when, f"rule {name or when!r}") if when is not None else None
         object.__setattr__(self, "effect", eff)
         object.__setattr__(self, "when", when)
         object.__setattr__(self, "tools", tuple(tools) if tools is not None else None)
