@@ -10,9 +10,9 @@ import anyio
 import asyncpg
 import mcp_types as types
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 
-from callgate import ErrorKind, Gate, Principal, Status
+from callgate import ErrorKind, Gate, Principal, Status, Toolbox
 from callgate.mcp import build_server
 from callgate.store import SQLStore
 from tests.pg import POSTGRES_URL, drop_schema
@@ -219,3 +219,28 @@ async def test_terminated_postgresql_connections_after_the_tool_ran() -> None:
     assert effects.paid == [5]
     assert replay.replayed and replay.call_id == env.call_id
     assert [(r.phase, r.outcome) for r in records] == [("intent", None), ("final", "ok")]
+
+
+async def test_a_resource_read_while_the_store_is_down_says_try_again() -> None:
+    store = OutageStore()
+    box = Toolbox("o")
+
+    @box.resource("notes://today")
+    def today() -> str:
+        """Today's notes."""
+        return "nothing new"
+
+    async with Gate([box], store=store) as gate:
+        server = build_server(gate, principal=ALICE)
+        store.down = True
+        with anyio.fail_after(10):
+            async with Client(server, mode="legacy") as client:
+                with pytest.raises(MCPError) as refused:
+                    await client.read_resource("notes://today")
+        store.down = False
+        assert await gate.reconcile() == 0
+        records = await gate.audit()
+    assert "Try again in a moment" in refused.value.error.message
+    assert _no_driver_text(refused.value.error.message)
+    # Nothing lost: the read's record was kept and written once the store answered.
+    assert [(r.tool, r.outcome) for r in records] == [("resource:notes://today", "ok")]

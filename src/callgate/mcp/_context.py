@@ -47,6 +47,7 @@ from callgate.runtime.deadline import Deadline
 from callgate.runtime.envelope import Status
 from callgate.runtime.gate import Gate
 from callgate.runtime.runner import LateEnd, Unresponsive
+from callgate.store.failures import StoreUnavailable
 
 __all__ = ["MAX_COMPLETIONS", "ContextHandlers"]
 
@@ -274,19 +275,32 @@ class ContextHandlers:
         return result
 
     async def _record(self, ctx: Ctx, read: _Read, started: float) -> None:
-        await self._gate.record_read(
-            read.kind,
-            read.name,
-            principal=self._principal,
-            outcome=read.outcome or ErrorKind.UNRECOVERABLE,
-            duration_ms=(time.perf_counter() - started) * 1000,
-            session_id=self._session_of(ctx),
-            arguments=read.arguments,
-            decision=read.decision,
-            reason=read.reason,
-            call_id=read.call_id,
-            detail=read.detail,
-        )
+        """Audit the read; no read is served unaudited.
+
+        Raises:
+            MCPError: ``-32603`` saying to try again when the store does not
+                answer (the record is kept and written once it does).
+        """
+        try:
+            await self._gate.record_read(
+                read.kind,
+                read.name,
+                principal=self._principal,
+                outcome=read.outcome or ErrorKind.UNRECOVERABLE,
+                duration_ms=(time.perf_counter() - started) * 1000,
+                session_id=self._session_of(ctx),
+                arguments=read.arguments,
+                decision=read.decision,
+                reason=read.reason,
+                call_id=read.call_id,
+                detail=read.detail,
+            )
+        except StoreUnavailable:
+            raise MCPError(
+                types.INTERNAL_ERROR,
+                f"The server could not record this {read.kind} read just now; nothing was "
+                f"changed. Try again in a moment (reference {read.call_id}).",
+            ) from None
 
     async def _run(
         self,

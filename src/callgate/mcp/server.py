@@ -45,6 +45,7 @@ from callgate.mcp import _wire
 from callgate.mcp._approval import Confirmation
 from callgate.mcp._context import ContextHandlers
 from callgate.mcp._events import MemoryEventStore, SessionEvents
+from callgate.mcp._guard import internal_errors
 from callgate.mcp._http import DEFAULT_BODY_TIMEOUT, HttpEdge
 from callgate.mcp._input import ClientInputSink, ReplayGuard
 from callgate.mcp._names import DEFAULT_SEPARATOR, WireNames
@@ -406,6 +407,9 @@ def build_server(
         on_subscriptions_listen=changes.listen,
     )
     # Seals outgoing requestState and verifies (and unseals) what clients echo.
+    # Outermost but for the SDK's tracing: nothing a handler raises by accident
+    # reaches the client as its text (a driver's SQL, say).
+    server.middleware.insert(1, internal_errors)
     server.middleware.append(RequestStateBoundary(security, default_audience=name))
     # Task-tagged tools run as durable tasks where the client declares the extension.
     TaskRunner(

@@ -28,6 +28,7 @@ from callgate.runtime.services import Services
 from callgate.runtime.stages.shape import READ_MORE_TOOL
 from callgate.store import AuditRecord, GroupCommitter, MemoryStore, SQLStore, Store
 from callgate.store.backlog import WriteBacklog
+from callgate.store.failures import StoreUnavailable, describe, is_unavailable
 
 STORE_ENV = "CALLGATE_STORE"
 MAX_KEY_CHARS = 255
@@ -371,6 +372,10 @@ class Gate:
             detail: further operator-only facts (the toolbox, the URI template).
             phase: ``late`` for how the function ended after its read had been
                 answered (it overran its deadline).
+
+        Raises:
+            StoreUnavailable: the store did not answer; the record is kept and
+                written once it does (see :meth:`reconcile`).
         """
         await self.open()
         assert self._services is not None
@@ -397,7 +402,17 @@ class Gate:
         self._running += 1
         self._idle.clear()
         try:
-            await self._services.committer.append(record)
+            try:
+                await self._services.committer.append(record)
+            except Exception as exc:
+                if not is_unavailable(exc):
+                    raise
+                # Kept and written once the store answers; the reader is told to
+                # try again (the read is not served unaudited), never driver text.
+                self._services.backlog.keep_audit(record, why=exc)
+                raise StoreUnavailable(
+                    f"the store did not answer ({describe(exc)}); the record is kept"
+                ) from exc
         finally:
             self._running -= 1
             if self._running == 0:
