@@ -36,5 +36,7 @@ async def test_an_unexpected_failure_is_an_internal_error_with_a_reference_only(
     assert error.code == types.INTERNAL_ERROR
     assert "reference err_" in error.message
     assert not any(word in error.message for word in DRIVER_WORDS)
-    # The operator's log has what the client was not told.
-    assert any("database is locked" in r.getMessage() or r.exc_info for r in caplog.records)
+    # The operator's log has what the client was not told, under the same reference.
+    reference = error.message.split("reference ")[1].split(")")[0]
+    [logged] = [r for r in caplog.records if reference in r.getMessage()]
+    assert logged.exc_info is not None and "database is locked" in str(logged.exc_info[1])

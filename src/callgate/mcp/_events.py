@@ -50,6 +50,18 @@ _SESSION_HEADER = b"mcp-session-id"
 _VERSION_HEADER = b"mcp-protocol-version"
 
 
+def session_and_version(scope: Scope) -> tuple[str | None, str | None]:
+    """The ``Mcp-Session-Id`` and ``MCP-Protocol-Version`` headers of a request."""
+    session: str | None = None
+    version: str | None = None
+    for name, value in scope["headers"]:
+        if name == _SESSION_HEADER:
+            session = value.decode("latin-1")
+        elif name == _VERSION_HEADER:
+            version = value.decode("latin-1")
+    return session, version
+
+
 class _SessionRef:
     """The session of one HTTP request; the opening request learns its id from
     the response, and the session's tasks (which inherit it) see it from then on."""
@@ -299,13 +311,7 @@ class SessionEvents:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        session_id: str | None = None
-        version: str | None = None
-        for name, value in scope["headers"]:
-            if name == _SESSION_HEADER:
-                session_id = value.decode("latin-1")
-            elif name == _VERSION_HEADER:
-                version = value.decode("latin-1")
+        session_id, version = session_and_version(scope)
         if version in MODERN_PROTOCOL_VERSIONS:  # stateless: nothing is stored
             await self.app(scope, receive, send)
             return

@@ -33,13 +33,14 @@ from mcp_types import INVALID_REQUEST
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from callgate.mcp._events import session_and_version
+
 __all__ = ["DEFAULT_BODY_TIMEOUT", "HttpEdge"]
 
 DEFAULT_BODY_TIMEOUT = 30.0
 """Seconds a client has to send a whole request body."""
 
 _SESSION_HEADER = b"mcp-session-id"
-_VERSION_HEADER = b"mcp-protocol-version"
 
 logger = logging.getLogger(__name__)
 
@@ -186,13 +187,7 @@ class HttpEdge:
     def _request_key(scope: Scope, body: bytes) -> tuple[str, str, object] | None:
         """(session, request id as the SDK keys it, the id) of a 2025-11-25
         request on a session; None for anything else."""
-        session: str | None = None
-        version: str | None = None
-        for name, value in scope["headers"]:
-            if name == _SESSION_HEADER:
-                session = value.decode("latin-1")
-            elif name == _VERSION_HEADER:
-                version = value.decode("latin-1")
+        session, version = session_and_version(scope)
         if session is None or version in MODERN_PROTOCOL_VERSIONS:
             return None
         try:

@@ -406,10 +406,10 @@ def build_server(
         on_completion=context.complete if resources or prompts else None,
         on_subscriptions_listen=changes.listen,
     )
-    # Seals outgoing requestState and verifies (and unseals) what clients echo.
     # Outermost but for the SDK's tracing: nothing a handler raises by accident
     # reaches the client as its text (a driver's SQL, say).
     server.middleware.insert(1, internal_errors)
+    # Seals outgoing requestState and verifies (and unseals) what clients echo.
     server.middleware.append(RequestStateBoundary(security, default_audience=name))
     # Task-tagged tools run as durable tasks where the client declares the extension.
     TaskRunner(

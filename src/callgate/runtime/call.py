@@ -174,6 +174,13 @@ class Call:
         """The caller's name for the full tool name ``name``, for model-facing texts."""
         return self.names.shown(name)
 
+    def how_to_check(self) -> str:
+        """How the model learns whether this call's change happened, after an
+        unknown outcome: the change's status tool, else a read."""
+        if self.spec is not None and self.spec.change is not None:
+            return f"call {self.shown(self.spec.change.status_tool)} with the same preview_id"
+        return "check the current state (with a read or status tool)"
+
     def in_callers_names(self, text: str | None) -> str | None:
         """A text written with full tool names (a tool's own error message: "find
         the id with ops.campaigns_find") with every tool named as the caller sees it."""

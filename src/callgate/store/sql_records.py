@@ -12,7 +12,7 @@ from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import Table, Update, or_, select, update
+from sqlalchemy import ColumnElement, Table, Update, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -71,11 +71,7 @@ class HumanLoopRecords:
         live = (
             select(approvals)
             .where(
-                approvals.c.tool == tool,
-                approvals.c.args_hash == args_hash,
-                approvals.c.user == user,
-                # `== None` renders IS NULL: a tenantless call matches tenantless rows.
-                approvals.c.tenant == tenant,
+                *_same_request(tool, args_hash, user, tenant),
                 approvals.c.state == "pending",
                 approvals.c.expires_at > now,
             )
@@ -129,13 +125,7 @@ class HumanLoopRecords:
         """The newest approval bound to exactly this call (any state)."""
         stmt = (
             select(approvals)
-            .where(
-                approvals.c.tool == tool,
-                approvals.c.args_hash == args_hash,
-                approvals.c.user == user,
-                # `== None` renders IS NULL: a tenantless call matches tenantless rows.
-                approvals.c.tenant == tenant,
-            )
+            .where(*_same_request(tool, args_hash, user, tenant))
             .order_by(*self._newest_first())
             .limit(1)
         )
@@ -462,3 +452,16 @@ def _approval_row(record: ApprovalRecord) -> dict[str, Any]:
     if record.decided_at is not None:
         row["decided_at"] = as_utc(record.decided_at)
     return row
+
+
+def _same_request(
+    tool: str, args_hash: str, user: str, tenant: str | None
+) -> tuple[ColumnElement[bool], ...]:
+    """The approvals bound to exactly this request."""
+    return (
+        approvals.c.tool == tool,
+        approvals.c.args_hash == args_hash,
+        approvals.c.user == user,
+        # `== None` renders IS NULL: a tenantless call matches tenantless rows.
+        approvals.c.tenant == tenant,
+    )

@@ -304,16 +304,11 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
                 stuck=isinstance(exc, Overran) and exc.stray,
                 next_step="Try again in a moment; if it keeps timing out, narrow the request.",
             )
-        check = (
-            f"call {call.shown(spec.change.status_tool)} with the same preview_id"
-            if spec.change is not None
-            else "check the current state (with a read or status tool)"
-        )
         return _Failure(
             ErrorKind.UNKNOWN_OUTCOME,
             f"{call.shown(spec.name)} did not answer {within}. The change may or may not "
             "have been made.",
-            next_step=f"Do not retry. First {check} to see whether the change happened.",
+            next_step=f"Do not retry. First {call.how_to_check()} to see whether the change happened.",
         )
     except Exception as exc:
         call.detail["exception"] = {

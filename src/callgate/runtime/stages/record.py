@@ -89,16 +89,11 @@ def unrecorded(call: Call, envelope: Envelope | None = None) -> Envelope:
         return envelope  # already says exactly this
     if ran_write:
         assert spec is not None
-        check = (
-            f"call {call.shown(spec.change.status_tool)} with the same preview_id"
-            if spec.change is not None
-            else "check the current state (with a read or status tool)"
-        )
         return call.fail(
             ErrorKind.UNKNOWN_OUTCOME,
             f"{call.shown(spec.name)} ran, but its outcome could not be recorded (callgate's "
             f"store did not answer; reference {call.call_id}); the change may have been made.",
-            next_step=f"Do not retry. First {check} to see whether the change happened.",
+            next_step=f"Do not retry. First {call.how_to_check()} to see whether the change happened.",
             detail_ref=call.call_id,
         )
     return call.fail(
