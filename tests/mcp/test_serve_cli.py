@@ -5,8 +5,10 @@ from __future__ import annotations
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
+import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -125,3 +127,39 @@ async def test_the_config_chooses_the_separator(tmp_path: Path) -> None:
             result = await client.call_tool("shop.order_get", {"order_id": "O-1"})
     assert names == {"shop.order_get", "callgate.read_more", "callgate.approval_status"}
     assert not result.is_error
+
+
+@pytest.mark.anyio
+async def test_accepted_connections_send_without_waiting_for_acks() -> None:
+    """Nagle's algorithm is off on every connection ``callgate serve`` accepts:
+    with it on, each kept-alive response (headers and body written apart) waits
+    for the client's delayed ACK, about 40 ms, and throughput falls to ~20/s."""
+    from callgate.cli.serve import listen, serving
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    sock = listen("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    server = serving(app)
+    with sock, anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            # Already listening: a connection waits in the backlog until uvicorn accepts.
+            tg.start_soon(lambda: server.serve(sockets=[sock]))
+            async with httpx.AsyncClient() as http:
+                for _ in range(2):  # kept alive: the same connection answers twice
+                    assert (await http.get(f"http://127.0.0.1:{port}/")).text == "ok"
+                flags = [
+                    conn.transport.get_extra_info("socket").getsockopt(
+                        socket.IPPROTO_TCP, socket.TCP_NODELAY
+                    )
+                    for conn in server.server_state.connections
+                ]
+            server.should_exit = True
+    assert flags and all(flags), flags
