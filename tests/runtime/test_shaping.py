@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
-from callgate import ErrorKind, Limits, Principal, Status
+from callgate import ErrorKind, Gate, Limits, Principal, Status, Toolbox
 from callgate.runtime.cursor import Cursor
+from callgate.store import MemoryStore, StoredResult
 
 from .conftest import ALICE, GateFactory
 from .tools import Counters, build
@@ -91,3 +93,62 @@ async def test_a_cursor_is_not_a_permission(make_gate: GateFactory) -> None:
         assert "expired or does not exist" in env.error.message_for_model
     assert answers[1].ok  # a list payload paged by items from 0: a valid position
     assert forged.error is not None and forged.error.kind is ErrorKind.CONSTRUCTION
+
+
+class KeepingStore(MemoryStore):
+    """A MemoryStore that keeps what the gate hands to ``put_result``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: list[StoredResult] = []
+
+    async def put_result(self, result: StoredResult) -> None:
+        self.kept.append(result)
+        await super().put_result(result)
+
+
+async def test_the_store_gets_the_text_the_result_was_cut_from() -> None:
+    # One serialization: the text measured and cut for the model is the text a
+    # store keeps (no store has to serialize the result again).
+    store = KeepingStore()
+    async with Gate([build(Counters())], store=store, limits=Limits(max_result_tokens=100)) as gate:
+        env = await gate.call("t.blob", {"n": 1000}, principal=ALICE)
+    assert env.truncated is not None and env.truncated.unit == "chars"
+    [kept] = store.kept
+    assert kept.text is not None and json.loads(kept.text) == "y" * 1000 == kept.content
+    assert env.payload == kept.text[: env.truncated.shown]
+
+
+async def test_the_largest_of_several_lists_is_paged() -> None:
+    box = Toolbox("many")
+
+    @box.tool(read_only=True)
+    def report() -> dict[str, Any]:
+        """A report with a few tags and many rows."""
+        return {
+            "tags": ["a", "b"],
+            "rows": [{"i": i, "text": "x" * 40} for i in range(200)],
+            "notes": ["n" * 30] * 3,
+        }
+
+    async with Gate([box], store=MemoryStore(), limits=Limits(max_result_tokens=200)) as gate:
+        env = await gate.call("many.report", {}, principal=ALICE)
+    assert env.truncated is not None and env.truncated.unit == "items"
+    assert env.truncated.total == 200 and "of 'rows'" in env.truncated.notice
+    assert env.payload["tags"] == ["a", "b"] and env.payload["notes"] == ["n" * 30] * 3
+
+
+async def test_text_the_fast_encoder_refuses_is_still_cut() -> None:
+    box = Toolbox("odd")
+
+    @box.tool(read_only=True)
+    def text() -> str:
+        """Text with a lone surrogate, as a badly decoded file gives."""
+        return "\ud800" + "z" * 1000
+
+    store = KeepingStore()
+    async with Gate([box], store=store, limits=Limits(max_result_tokens=100)) as gate:
+        env = await gate.call("odd.text", {}, principal=ALICE)
+    assert env.ok and env.truncated is not None and env.truncated.total == 1003
+    assert env.payload.startswith('"\ud800zzz')
+    assert store.kept[0].content == "\ud800" + "z" * 1000

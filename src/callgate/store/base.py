@@ -99,6 +99,10 @@ class StoredResult:
     """The full, JSON-able payload."""
     created_at: datetime
     expires_at: datetime
+    text: str | None = field(default=None, compare=False, repr=False)
+    """``content`` as JSON text, when the caller has it (the shape stage measured
+    and cut that text): a store keeps it instead of serializing ``content`` again.
+    Stores may leave it None in what they return."""
 
 
 @dataclass(kw_only=True, frozen=True)

@@ -173,9 +173,13 @@ class MemoryStore:
         await checkpoint()
         if result.ref in self._results:
             raise ValueError(f"result {result.ref!r} is already stored")
+        # Kept as JSON text, the caller's when it has one: an immutable copy,
+        # parsed into a fresh one on the way out.
+        text = json.dumps(result.content) if result.text is None else result.text
         self._results[result.ref] = replace(
             result,
-            content=_json(result.content),
+            content=None,
+            text=text,
             created_at=_utc(result.created_at),
             expires_at=_utc(result.expires_at),
         )
@@ -185,7 +189,8 @@ class MemoryStore:
         result = self._results.get(ref)
         if result is None or result.expires_at <= datetime.now(UTC):
             return None
-        return replace(result, content=_json(result.content))
+        assert result.text is not None
+        return replace(result, content=json.loads(result.text))
 
     # approvals ---------------------------------------------------------------
     async def create_approval(self, record: ApprovalRecord) -> None:

@@ -16,12 +16,16 @@ from typing import Any
 
 import anyio
 from sqlalchemy import (
+    JSON,
+    Dialect,
     Row,
+    TypeDecorator,
     case,
     delete,
     func,
     insert,
     select,
+    type_coerce,
     update,
 )
 from sqlalchemy.engine import make_url
@@ -58,6 +62,18 @@ from callgate.store.tables import (
 __all__ = ["SQLStore", "SQLiteSynchronous", "create_engine", "normalize_url"]
 
 _AUDIT_FIELDS = tuple(f.name for f in fields(AuditRecord) if f.name != "seq")
+_RESULT_FIELDS = tuple(f for f in fields(StoredResult) if f.name != "text")
+
+
+class _JSONText(TypeDecorator[str]):
+    """A JSON column's value given as JSON text already: bound as it is, not
+    serialized again (a spilled result's text is the one the shape stage cut)."""
+
+    impl = JSON
+    cache_ok = True
+
+    def bind_processor(self, dialect: Dialect) -> None:
+        return None
 
 
 def _now() -> datetime:
@@ -354,7 +370,9 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
         Raises:
             ValueError: A result with this ``ref`` is already stored.
         """
-        row = {f.name: getattr(result, f.name) for f in fields(StoredResult)}
+        row: dict[str, Any] = {f.name: getattr(result, f.name) for f in _RESULT_FIELDS}
+        if result.text is not None:
+            row["content"] = type_coerce(result.text, _JSONText())
         row["created_at"] = as_utc(result.created_at)
         row["expires_at"] = as_utc(result.expires_at)
         stmt = (

@@ -1,5 +1,8 @@
 """Stage 9: size limit with an explicit notice; the full result stays readable by cursor.
 
+The payload is serialized once: that JSON text is measured, cut (when no
+whole items fit) and handed to the store as it is.
+
 A result over ``Limits.max_result_bytes`` (measured on its JSON text, before it
 is stored or cut) is neither kept nor shown: five concurrent 100 MB results
 once took a server to a gigabyte and the SQLite file to 643 MB. A read's
@@ -39,7 +42,6 @@ async def shape(call: Call) -> Envelope | None:
         call.payload = None  # not kept for the rest of the call either
         return _too_large(call, size)
     pg = first_page(call.payload, budget, text=text)
-    del text
     if pg is None:
         return call.envelope(Status.OK, payload=call.payload)
     ref = "res_" + secrets.token_urlsafe(16)
@@ -52,6 +54,7 @@ async def shape(call: Call) -> Envelope | None:
             tenant=call.principal.tenant,
             user=call.principal.user,
             content=call.payload,
+            text=text,  # measured and cut above: the store need not serialize it again
             created_at=now,
             expires_at=now + limits.result_ttl,
         )
