@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run callgate's benchmarks and print their figures (Markdown tables).
 #
-#   bash benchmarks/run.sh            # chain overhead, validation, agent loop (~40 s)
+#   bash benchmarks/run.sh            # chain overhead, validation, agent loop, large results (~50 s)
 #   bash benchmarks/run.sh --quick    # fewer iterations: a smoke test, not figures
 #   bash benchmarks/run.sh --profile  # also where the time of a call goes
 #
@@ -35,6 +35,7 @@ fi
 chain_args=()
 validation_args=()
 agent_args=()
+large_args=()
 profile=0
 for arg in "$@"; do
     case "$arg" in
@@ -42,6 +43,7 @@ for arg in "$@"; do
             chain_args+=(--calls 200 --warmup 40 --batches 4)
             validation_args+=(--rounds 1 --min-seconds 0.05)
             agent_args+=(--turns 5 --rounds 1)
+            large_args+=(--rounds 1 --calls 1)
             ;;
         --profile) profile=1 ;;
         *) echo "unknown option $arg (use --quick, --profile)" >&2; exit 2 ;;
@@ -53,6 +55,8 @@ echo
 "$PY" benchmarks/validation.py "${validation_args[@]}"
 echo
 "$PY" benchmarks/agent_loop.py "${agent_args[@]}"
+echo
+"$PY" benchmarks/large_results.py "${large_args[@]}"
 if [[ $profile == 1 ]]; then
     echo
     "$PY" benchmarks/profile_chain.py

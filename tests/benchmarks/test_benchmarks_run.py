@@ -25,3 +25,4 @@ def test_benchmarks_quick_run_prints_both_tables() -> None:
     assert "jsonschema-rs: is_valid" in done.stdout
     assert "agent loop, scripted model" in done.stdout
     assert "| 100 BFCL | Gemini function declarations | 100 |" in done.stdout
+    assert "| 1,000 KB | this checkout |" in done.stdout
