@@ -13,6 +13,11 @@ Concurrent phase: batches of ``--concurrency`` callers started together with
 ``asyncio.gather``, the batches of all variants interleaved. The store's
 ``append_audit`` is wrapped to count how many transactions carried how many audit
 records: with group commit, concurrent calls share commits.
+
+``--against DIR`` compares another checkout (its ``src`` directory) with this
+one, sequential phase only: each runs in a worker process of its own, and the
+two take turns, one round (``--round-calls`` calls per variant) at a time
+(``_compare.py``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from _compare import Samples, Worker, run_side_by_side, serve_rounds
 from _harness import TOOLS, Subject, governed, load, machine, open_gates, postgres_unreachable
 
 TARGET_OVERHEAD_US = 250.0
@@ -220,6 +227,67 @@ def report_concurrent(variants: Sequence[Variant], width: int) -> list[str]:
     ]
 
 
+def report_side_by_side(workers: Sequence[Worker], labels: Sequence[str]) -> list[str]:
+    """Medians and overheads of each checkout, one row per variant."""
+    med = {w.label: {k: statistics.median(v) / 1000 for k, v in w.samples.items()} for w in workers}
+    rows = []
+    for key in labels:
+        tool, store = key.split(":")
+        if store == "plain":
+            continue
+        cells = [f"{tool} tool", STORE_LABELS[store]]
+        overheads = []
+        for w in workers:
+            overhead = med[w.label][key] - med[w.label][f"{tool}:plain"]
+            overheads.append(overhead)
+            cells += [f"{med[w.label][key]:,.1f}", f"{overhead:,.1f}"]
+        change = overheads[-1] - overheads[0]
+        cells.append(f"{change:+,.1f} ({change / overheads[0]:+.0%})")
+        rows.append(cells)
+    headers = ["tool", "path"]
+    for w in workers:
+        headers += [f"{w.label}: median µs", "overhead µs"]
+    headers.append("overhead change")
+    n = len(workers[0].samples[labels[0]])
+    return [
+        f"### Sequential, side by side: {n:,} calls per row, the two checkouts taking turns",
+        "",
+        table(headers, rows),
+    ]
+
+
+async def worker(args: argparse.Namespace) -> None:
+    """One checkout's side of ``--against``: warm up, then a round per request."""
+    kinds = ["memory", "sqlite"]
+    if not args.no_postgres and await postgres_unreachable() is None:
+        kinds.append("postgres")
+    async with open_gates(kinds) as subjects:
+        variants = make_variants(subjects)
+        await sequential(variants, args.warmup, args.block, record=False)
+
+        async def one_round() -> Samples:
+            for v in variants:
+                v.samples_ns.clear()
+            await sequential(variants, args.round_calls, args.block, record=True)
+            return {f"{v.tool}:{v.store}": list(v.samples_ns) for v in variants}
+
+        labels = [f"{v.tool}:{v.store}" for v in variants]
+        await serve_rounds({"labels": labels, "machine": machine()}, one_round)
+
+
+def side_by_side(args: argparse.Namespace) -> None:
+    worker_args = ["--warmup", str(args.warmup), "--block", str(args.block)]
+    worker_args += ["--round-calls", str(args.round_calls)]
+    if args.no_postgres:
+        worker_args.append("--no-postgres")
+    rounds = max(1, args.calls // args.round_calls)
+    started = time.perf_counter()
+    workers = run_side_by_side(Path(__file__).resolve(), args.against, worker_args, rounds)
+    print(f"## Chain overhead, side by side ({workers[-1].ready['machine']})\n")
+    print("\n".join(report_side_by_side(workers, workers[-1].ready["labels"])))
+    print(f"\n(benchmark took {time.perf_counter() - started:.1f} s; at the end: {load()})")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=1000, help="timed calls per variant")
@@ -228,7 +296,18 @@ async def main() -> None:
     parser.add_argument("--batches", type=int, default=30, help="concurrent batches per variant")
     parser.add_argument("--concurrency", type=int, default=50, help="callers per batch")
     parser.add_argument("--no-postgres", action="store_true", help="skip PostgreSQL")
+    parser.add_argument("--against", type=Path, help="the src directory of another checkout")
+    parser.add_argument(
+        "--round-calls", type=int, default=100, help="with --against: calls per variant and turn"
+    )
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        await worker(args)
+        return
+    if args.against is not None:
+        side_by_side(args)
+        return
 
     kinds = ["memory", "sqlite"]
     skipped = "--no-postgres given" if args.no_postgres else await postgres_unreachable()

@@ -32,7 +32,6 @@ import json
 import logging
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,8 +39,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-SRC = HERE.parent / "src"
+from _compare import Worker, run_side_by_side, serve_rounds
 
 VARIANTS = {
     "direct": "direct",
@@ -126,10 +124,11 @@ async def worker(sizes: list[int], calls: int) -> None:
             for call in subjects.values():  # warm up
                 for _ in range(2):
                     await call()
-            print(json.dumps({"ready": True}), flush=True)
-            for turn, line in enumerate(sys.stdin, 1):
-                if not line.strip():
-                    break
+            turn = 0
+
+            async def one_round() -> dict[str, list[int]]:
+                nonlocal turn
+                turn += 1
                 rotated = order[turn % len(order) :] + order[: turn % len(order)]
                 samples: dict[str, list[int]] = {f"{v}:{s}": [] for v, s in order}
                 for _ in range(calls):
@@ -137,43 +136,12 @@ async def worker(sizes: list[int], calls: int) -> None:
                         t0 = time.perf_counter_ns()
                         await subjects[variant, size]()
                         samples[f"{variant}:{size}"].append(time.perf_counter_ns() - t0)
-                print(json.dumps(samples), flush=True)
+                return samples
+
+            await serve_rounds({"ready": True}, one_round)
 
 
 # driver ------------------------------------------------------------------------------
-
-
-class Worker:
-    def __init__(self, label: str, src: Path, sizes: list[int], calls: int) -> None:
-        self.label = label
-        env = {**os.environ, "PYTHONPATH": str(src)}
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--calls", str(calls)]
-        cmd += ["--sizes", *map(str, sizes)]
-        self.proc = subprocess.Popen(
-            cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        self.samples: dict[str, list[int]] = {}
-        self._read()  # ready
-
-    def _read(self) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"worker {self.label} ended (exit {self.proc.wait()})")
-        answer: dict[str, Any] = json.loads(line)
-        return answer
-
-    def round(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write("go\n")
-        self.proc.stdin.flush()
-        for key, values in self._read().items():
-            self.samples.setdefault(key, []).extend(values)
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
 
 
 def _ms(ns: float) -> str:
@@ -212,22 +180,13 @@ def main() -> None:
     if args.worker:
         asyncio.run(worker(args.sizes, args.calls))
         return
-    workers = []
-    if args.against is not None:
-        workers.append(Worker(f"before ({args.against})", args.against, args.sizes, args.calls))
-    workers.append(Worker("this checkout", SRC, args.sizes, args.calls))
     print(
         f"# Large results: {args.rounds} rounds x {args.calls} calls per variant, "
         f"Python {sys.version.split()[0]}, nproc {os.cpu_count()}, "
         f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
-    try:
-        for r in range(args.rounds):
-            for w in workers if r % 2 == 0 else workers[::-1]:
-                w.round()
-    finally:
-        for w in workers:
-            w.close()
+    worker_args = ["--calls", str(args.calls), "--sizes", *map(str, args.sizes)]
+    workers = run_side_by_side(Path(__file__).resolve(), args.against, worker_args, args.rounds)
     print()
     report(workers, args.sizes)
     print()

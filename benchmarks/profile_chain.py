@@ -1,13 +1,14 @@
 """Where the time of a governed call goes: per stage, per function, per primitive.
 
-    python benchmarks/profile_chain.py [--calls 3000] [--no-postgres] [--top 25]
+    python benchmarks/profile_chain.py [--calls 3000] [--no-postgres] [--top 25] [--tool sync]
 
-Three views of sequential calls of the trivial async tool (``bench.echo``):
+Three views of sequential calls of the trivial async tool (``bench.echo``; with
+``--tool sync``, of ``bench.echo_sync``, which runs in a worker thread):
 
 1. stages: wall time of each stage of ``callgate.runtime.pipeline`` and of the
    audit write, per store. The pipeline's stage tuple and record step are
    wrapped with timers in this process only (``pipeline.STAGES`` and
-   ``pipeline._record`` are looked up on every call, so nothing else changes).
+   ``pipeline.record`` are looked up on every call, so nothing else changes).
 2. cProfile of the SQLite path: the functions with the most own time, and own
    time summed by library. cProfile sees the event loop's thread only; time
    other threads spend (the store's audit writer, aiosqlite's worker) shows up
@@ -44,11 +45,12 @@ from callgate.runtime import pipeline
 from callgate.runtime.call import hash_json
 from callgate.runtime.envelope import Decision, Envelope, Status, Timing
 from callgate.runtime.policy import Policy, activation
+from callgate.runtime.stages import record as record_stage
 from callgate.runtime.validation import ArgumentValidator
 from callgate.store import AuditRecord, GroupCommitter, SQLStore
 from callgate.store.sql import create_engine, normalize_url
 
-TOOL = TOOLS["async"][0]
+TOOL = TOOLS["async"][0]  # --tool sync sets TOOLS["sync"][0]
 WAITING = "select/epoll: the loop idle, waiting for I/O or a worker thread"
 clock = time.perf_counter_ns
 
@@ -91,16 +93,21 @@ class Timers:
 
 def instrument(timers: Timers) -> Callable[[], None]:
     """Put timers around the stages and the record step; returns the undo."""
-    saved = (pipeline.STAGES, pipeline._record, pipeline.audit_record, GroupCommitter.append)
+    saved = (pipeline.STAGES, pipeline.record, record_stage.audit_record, GroupCommitter.append)
     pipeline.STAGES = tuple(
         timers.wrap_async(f"{i}. {s.__name__}", s) for i, s in enumerate(saved[0], start=1)
     )
-    pipeline._record = timers.wrap_async("10. record (all)", saved[1])
-    pipeline.audit_record = timers.wrap_sync("10a. build AuditRecord", saved[2])
+    pipeline.record = timers.wrap_async("10. record (all)", saved[1])
+    record_stage.audit_record = timers.wrap_sync("10a. build AuditRecord", saved[2])
     GroupCommitter.append = timers.wrap_async("10b. wait until durable", saved[3])  # type: ignore[method-assign]
 
     def undo() -> None:
-        (pipeline.STAGES, pipeline._record, pipeline.audit_record, GroupCommitter.append) = saved
+        (
+            pipeline.STAGES,
+            pipeline.record,
+            record_stage.audit_record,
+            GroupCommitter.append,
+        ) = saved
 
     return undo
 
@@ -427,10 +434,13 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--tool", choices=["async", "sync"], default="async")
     parser.add_argument(
         "--view", choices=["stages", "cprofile", "primitives", "all"], default="all"
     )
     args = parser.parse_args()
+    global TOOL
+    TOOL = TOOLS[args.tool][0]
     kinds = ["memory", "sqlite"]
     if not args.no_postgres and await postgres_unreachable() is None:
         kinds.append("postgres")

@@ -1,18 +1,15 @@
 """A deadline that progress may move, and waiting on a future until it.
 
 The gate answers a call at its deadline whatever the tool does. A task that
-ignores cancellation would keep a waiter that stops by being cancelled, so the
-waiter is woken instead (:class:`Alarm`, :func:`wait_until`) and decides what to
-do with work still running. Only a worker thread is waited on under a cancel
-scope (:meth:`Deadline.scope`): anyio then stops waiting on the thread at once.
+ignores cancellation, or a thread, would keep a waiter that stops by being
+cancelled, so the waiter is woken instead (:class:`Alarm`, :func:`wait_until`)
+and decides what to do with work still running.
 """
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
-
-import anyio
 
 __all__ = ["Alarm", "Deadline", "wait_until"]
 
@@ -24,23 +21,16 @@ class Deadline:
     never past ``limit`` and never once it has passed.
     """
 
-    __slots__ = ("_loop", "_scopes", "limit", "when")
+    __slots__ = ("_loop", "limit", "when")
 
     def __init__(self, seconds: float, *, limit: float | None = None) -> None:
         self._loop = asyncio.get_running_loop()
-        self._scopes: list[anyio.CancelScope] = []
         self.limit = limit
         when = self._loop.time() + seconds
         self.when = when if limit is None else min(when, limit)
 
     def remaining(self) -> float:
         return self.when - self._loop.time()
-
-    def scope(self) -> anyio.CancelScope:
-        """A cancel scope that fires at this deadline, and moves with it."""
-        scope = anyio.CancelScope(deadline=self.when)
-        self._scopes.append(scope)
-        return scope
 
     def extend(self, seconds: float) -> bool:
         """Move the deadline to ``seconds`` from now; whether it moved."""
@@ -49,8 +39,6 @@ class Deadline:
         if now >= self.when or when <= self.when:
             return False
         self.when = when
-        for scope in self._scopes:
-            scope.deadline = when
         return True
 
 

@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
-import anyio.to_thread
 
 from callgate.errors import ErrorKind, ToolError
 from callgate.runtime.deadline import Alarm, Deadline, wait_until
 from callgate.runtime.loopwatch import BLOCK_THRESHOLD, LoopWatch, ToolTask
+from callgate.runtime.workers import Worker, Workers
 
 __all__ = [
     "Deadline",
@@ -155,6 +155,8 @@ class _Job:
     gave_up_at: float | None = None
     """Loop time the caller stopped waiting on work still running (a stray)."""
     reported: bool = False
+    worker: Worker | None = None
+    """The worker thread running it (once started)."""
 
 
 class Runner:
@@ -192,7 +194,7 @@ class Runner:
         self._threads = 0
         self._lock = threading.Lock()  # a thread starting vs its caller giving up
         self._waiters: list[asyncio.Future[None]] = []
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._workers = Workers()
         self._strays: set[_Job] = set()
         self._writing: set[asyncio.Task[None]] = set()
 
@@ -273,60 +275,57 @@ class Runner:
     async def _run_thread(
         self, tool: str, state: _Tool, fn: Work, deadline: Deadline, on_late: OnLate | None
     ) -> Any:
-        """Run ``fn`` in an anyio worker thread (ToolContext's ``*_sync`` methods
-        reach the loop from it, and ``from_thread.check_cancelled()`` sees the
-        caller give up). The thread slot is released by whoever sees the function
-        end: the caller, or (once the caller has given up) the thread itself.
+        """Run ``fn`` in one of the runner's worker threads (AnyIO worker threads:
+        ToolContext's ``*_sync`` methods reach the loop from them, and
+        ``from_thread.check_cancelled()`` sees the caller give up). The thread slot
+        is released by whoever sees the function end: the caller, or (once the
+        caller has given up) the thread itself.
         """
         await self._admit(tool, state, deadline)
         job = _Job(tool, "thread", on_late)
         loop = asyncio.get_running_loop()
+        wake = loop.create_future()
 
-        def body() -> Any:
+        def body(worker: Worker) -> bool:
             with self._lock:
                 if job.cancelled:
-                    return None
+                    return True
                 job.started = True
-            error: BaseException | None = None
+                job.worker = worker
             try:
                 job.value = fn()
-                return job.value
             except BaseException as exc:  # the caller gets it as the tool's own error
-                error = job.error = exc
-                raise
-            finally:
-                with self._lock:
-                    job.finished = True
-                    stray = job.gave_up_at is not None
+                job.error = exc
+            with self._lock:
+                job.finished = True
+                stray = job.gave_up_at is not None
+            with contextlib.suppress(RuntimeError):  # the loop is closed: no one to tell
                 if stray:
-                    with contextlib.suppress(RuntimeError):  # the loop is closed: no one to tell
-                        loop.call_soon_threadsafe(self._thread_done, job, error)
+                    loop.call_soon_threadsafe(self._thread_done, job, job.error)
+                else:
+                    loop.call_soon_threadsafe(_wake, wake)
+            return not stray  # a retired worker leaves
 
-        if self._limiter is None:
-            # Never the bottleneck (slots are reserved above); anyio wants one.
-            self._limiter = anyio.CapacityLimiter(self.max_threads)
-        scope = deadline.scope()
+        self._workers.submit(body)
+        alarm = Alarm(deadline, wake)
         try:
-            with scope:
-                value = await anyio.to_thread.run_sync(
-                    body, abandon_on_cancel=True, limiter=self._limiter
-                )
-        except anyio.get_cancelled_exc_class():
+            await wake
+        except asyncio.CancelledError:
+            alarm.cancel()
             self._give_up_thread(job)
             raise
-        except BaseException:
-            self._release(tool)  # the function raised: it has ended
-            raise
-        if not scope.cancelled_caught:
+        alarm.cancel()
+        if job.finished:
             self._release(tool)
-            return value
-        if self._give_up_thread(job) == "done":
-            if job.error is not None:
-                raise job.error
-            return job.value
-        if job.cancelled:
-            raise NotStarted(tool)
-        raise Overran(tool, stray=True)
+        else:  # the deadline
+            given_up = self._give_up_thread(job)
+            if given_up == "not started":
+                raise NotStarted(tool)
+            if given_up == "stray":
+                raise Overran(tool, stray=True)
+        if job.error is not None:
+            raise job.error
+        return job.value
 
     async def _admit(self, tool: str, state: _Tool, deadline: Deadline) -> None:
         """Reserve a thread slot for ``tool``, waiting for one until the deadline.
@@ -360,6 +359,8 @@ class Runner:
         if not started or finished:
             self._release(job.tool)
             return "done" if finished else "not started"
+        assert job.worker is not None
+        job.worker.retire()
         self._stray(job)
         return "stray"
 
@@ -465,6 +466,7 @@ class Runner:
         reported as ``running at close``, and its end later is only logged.
         """
         await self.watch.aclose()
+        self._workers.aclose()
         for job in list(self._strays):
             self._stray_ended(job, "running at close", None)
         if self._writing:
@@ -501,3 +503,8 @@ class Runner:
 
 async def _awaiting(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
