@@ -88,14 +88,12 @@ class MemoryStore:
     async def append_audit(self, records: Sequence[AuditRecord]) -> None:
         await checkpoint()
         # Validate the whole batch first so a bad record appends nothing.
-        copies = [
-            replace(
-                r, at=_utc(r.at), dropped_fields=tuple(r.dropped_fields), detail=_json(r.detail)
-            )
-            for r in records
-        ]
+        checked = [(_utc(r.at), _json(r.detail)) for r in records]
         start = len(self._audit) + 1
-        self._audit.extend(replace(r, seq=start + i) for i, r in enumerate(copies))
+        self._audit.extend(
+            replace(r, at=at, dropped_fields=tuple(r.dropped_fields), detail=detail, seq=start + i)
+            for i, (r, (at, detail)) in enumerate(zip(records, checked, strict=True))
+        )
 
     async def list_audit(
         self, *, tail: int | None = None, call_id: str | None = None

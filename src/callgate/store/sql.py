@@ -48,6 +48,7 @@ from callgate.store.engine import (
     normalize_url,
     upgrade,
 )
+from callgate.store.pg_audit import AuditStatement
 from callgate.store.sql_handles import HandleRecords
 from callgate.store.sql_records import HumanLoopRecords
 from callgate.store.sql_runs import RunRecords
@@ -133,6 +134,7 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
         self._write_lock = anyio.Lock()
         self._memory = is_sqlite_memory(self._sa_url)
         self._audit_writer: SQLiteAuditWriter | None = None
+        self._pg_audit: AuditStatement | None = None
 
     async def __aenter__(self) -> SQLStore:
         await self.open()
@@ -205,6 +207,13 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
         async with lock, engine.connect() as conn:
             if write and self._dialect == "sqlite":
                 await conn.execution_options(**{BEGIN_OPTION: "BEGIN IMMEDIATE"})
+            if not write and self._dialect == "postgresql":
+                # Reads are one SELECT each, and under READ COMMITTED every
+                # statement takes its own snapshot anyway: without BEGIN and
+                # COMMIT around it, a read is one round trip instead of three.
+                await conn.execution_options(isolation_level="AUTOCOMMIT")
+                yield conn
+                return
             async with conn.begin():
                 yield conn
 
@@ -229,11 +238,22 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
             async with self._write_lock:
                 await self._audit_writer.append(rows)
             return
+        if self._dialect == "postgresql":
+            # Sequence values are handed out before commit; serializing appends
+            # (an advisory lock) keeps seq order equal to commit order across
+            # replicas. Lock and insert are one autocommit statement (pg_audit.py).
+            engine = self._engine
+            if engine is None:
+                raise RuntimeError("the store is not open; call `await store.open()` first")
+            if self._pg_audit is None:
+                self._pg_audit = AuditStatement(engine.dialect)
+            statement = self._pg_audit
+            key = lock_key(f"callgate.audit/{self._schema or ''}")
+            async with engine.connect() as conn:
+                await conn.execution_options(isolation_level="AUTOCOMMIT")
+                await conn.exec_driver_sql(statement.sql, statement.parameters(key, rows))
+            return
         async with self._begin(write=True) as conn:
-            if self._dialect == "postgresql":
-                # Sequence values are handed out before commit; serializing
-                # appends keeps seq order equal to commit order across replicas.
-                await self._pg_lock(conn, "audit")
             await conn.execute(insert(audit), rows)
 
     async def list_audit(
