@@ -136,9 +136,9 @@ async def open_gates(kinds: Sequence[str]) -> AsyncIterator[dict[str, Subject]]:
             yield subjects
 
 
-async def governed(gate: Gate, tool: str, x: int) -> None:
+async def governed(gate: Gate, tool: str, x: int, *, session_id: str | None = None) -> None:
     """One governed call; fails loudly if the chain did not return the tool's result."""
-    envelope = await gate.call(tool, {"x": x}, principal=PRINCIPAL)
+    envelope = await gate.call(tool, {"x": x}, principal=PRINCIPAL, session_id=session_id)
     if not envelope.ok or envelope.payload != x:
         raise RuntimeError(f"unexpected envelope from {tool}: {envelope!r}")
 

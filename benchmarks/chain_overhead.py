@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -56,8 +57,10 @@ class Variant:
     batch_records: int = 0
 
 
-def make_variants(subjects: dict[str, Subject]) -> list[Variant]:
+def make_variants(subjects: dict[str, Subject], *, sessions: bool = False) -> list[Variant]:
     variants = []
+    # A new session per call: its session checks run (duplicate limit), never refuse.
+    numbers = itertools.count()
     for tool_kind, (name, fn) in TOOLS.items():
         if tool_kind == "async":
 
@@ -72,7 +75,8 @@ def make_variants(subjects: dict[str, Subject]) -> list[Variant]:
         for kind, subject in subjects.items():
 
             async def call(x: int, gate=subject.gate, name: str = name) -> None:
-                await governed(gate, name, x)
+                session = f"bench-{next(numbers)}" if sessions else None
+                await governed(gate, name, x, session_id=session)
 
             variants.append(Variant(tool=tool_kind, store=kind, invoke=call))
     return variants
@@ -262,7 +266,7 @@ async def worker(args: argparse.Namespace) -> None:
     if not args.no_postgres and await postgres_unreachable() is None:
         kinds.append("postgres")
     async with open_gates(kinds) as subjects:
-        variants = make_variants(subjects)
+        variants = make_variants(subjects, sessions=args.session)
         await sequential(variants, args.warmup, args.block, record=False)
 
         async def one_round() -> Samples:
@@ -280,6 +284,8 @@ def side_by_side(args: argparse.Namespace) -> None:
     worker_args += ["--round-calls", str(args.round_calls)]
     if args.no_postgres:
         worker_args.append("--no-postgres")
+    if args.session:
+        worker_args.append("--session")
     rounds = max(1, args.calls // args.round_calls)
     started = time.perf_counter()
     workers = run_side_by_side(Path(__file__).resolve(), args.against, worker_args, rounds)
@@ -296,6 +302,9 @@ async def main() -> None:
     parser.add_argument("--batches", type=int, default=30, help="concurrent batches per variant")
     parser.add_argument("--concurrency", type=int, default=50, help="callers per batch")
     parser.add_argument("--no-postgres", action="store_true", help="skip PostgreSQL")
+    parser.add_argument(
+        "--session", action="store_true", help="every call with a session (its checks run)"
+    )
     parser.add_argument("--against", type=Path, help="the src directory of another checkout")
     parser.add_argument(
         "--round-calls", type=int, default=100, help="with --against: calls per variant and turn"
@@ -316,7 +325,7 @@ async def main() -> None:
 
     started = time.perf_counter()
     async with open_gates(kinds) as subjects:
-        variants = make_variants(subjects)
+        variants = make_variants(subjects, sessions=args.session)
         print(f"## Chain overhead ({machine()})\n")
         await sequential(variants, args.warmup, args.block, record=False)
         await concurrent(variants, subjects, 2, args.concurrency, record=False)

@@ -254,12 +254,14 @@ class HumanLoopRecords:
         async with self._begin(write=True) as conn:
             await conn.execute(stmt)
 
-    def _read_fast(self, sql: str, parameters: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
+    async def _read_fast(
+        self, sql: str, parameters: tuple[Any, ...]
+    ) -> list[tuple[Any, ...]] | None:
         raise NotImplementedError  # provided by SQLStore
 
     async def session_taints(self, session_id: str) -> dict[str, str]:
         """``{taint: first tool that brought it}`` for the session."""
-        fast = self._read_fast(
+        fast = await self._read_fast(
             "SELECT taint, tool FROM session_taints WHERE session_id = ?", (session_id,)
         )
         if fast is not None:
