@@ -12,9 +12,18 @@ the ``jsonschema_rs.Draft202012Validator`` inside it) against
 ``jsonschema.Draft202012Validator``. Neither asserts ``format`` (an annotation
 in Draft 2020-12 unless a format checker is asked for).
 
-Timing: every row times both validators in alternating rounds (each round
-repeats passes over the whole set for at least ``--min-seconds``), and reports
-the median rate of the rounds.
+Timing, two ways, both in every row:
+
+- **warm (back to back)**: each validator repeats passes over the whole set for
+  at least ``--min-seconds``, then the other one (``--rounds`` rounds, the median
+  rate): one side's code and data stay hot in the CPU caches while it runs.
+- **alternating**: each argument set is validated by one side and at once by the
+  other, in a shuffled order, each call timed alone (the timer's own cost taken
+  off): between two validations of one side runs the other side's work on
+  another schema, as other work runs between two validations in a gate. Caches
+  are cold, and the gap between the two sides is smaller.
+
+The target is judged on the alternating figure, the one a gate sees.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import json
 import os
 import platform
 import pstats
+import random
 import statistics
 import sys
 import time
@@ -293,6 +303,54 @@ def compare(ours: Pass, theirs: Pass, n: int, rounds: int, min_ns: int) -> tuple
     return statistics.median(ours_rates), statistics.median(theirs_rates)
 
 
+Call = tuple[Callable[[Any], Any], Any]
+
+
+def timer_cost() -> float:
+    """Nanoseconds two back-to-back ``perf_counter_ns`` calls measure (median)."""
+    clock = time.perf_counter_ns
+    samples = []
+    for _ in range(20_000):
+        t0 = clock()
+        samples.append(clock() - t0)
+    return statistics.median(samples)
+
+
+def alternate(
+    ours: Sequence[Call], theirs: Sequence[Call], rounds: int, overhead: float
+) -> tuple[float, float]:
+    """Validations per second of each side when they take turns call by call, in
+    a new shuffled order each round (median of the rounds)."""
+    clock = time.perf_counter_ns
+    order = list(range(len(ours)))
+    shuffle = random.Random(10).shuffle
+    ours_rates, theirs_rates = [], []
+    for _ in range(rounds):
+        shuffle(order)
+        ours_ns = theirs_ns = 0.0
+        for i in order:
+            fn, args = ours[i]
+            t0 = clock()
+            fn(args)
+            t1 = clock()
+            fn, args = theirs[i]
+            t2 = clock()
+            fn(args)
+            t3 = clock()
+            ours_ns += t1 - t0 - overhead
+            theirs_ns += t3 - t2 - overhead
+        ours_rates.append(len(order) * 1e9 / ours_ns)
+        theirs_rates.append(len(order) * 1e9 / theirs_ns)
+    return statistics.median(ours_rates), statistics.median(theirs_rates)
+
+
+def listing(errors: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def call(args: Any) -> Any:
+        return list(errors(args))
+
+    return call
+
+
 def is_valid_pass(calls: Sequence[tuple[Callable[[Any], bool], Any]]) -> Pass:
     def run() -> None:
         for validate, args in calls:
@@ -397,8 +455,10 @@ def main() -> None:
     print()
 
     min_ns = int(args.min_seconds * 1e9)
+    overhead = timer_cost()
     rows = []
     ratios = []
+    warm_ratios = []
     # (set, callgate side, jsonschema side); each side is (label, kind of pass, method).
     plans = [
         ("valid", valid_set, "jsonschema-rs: is_valid", "rs", "is_valid"),
@@ -423,26 +483,37 @@ def main() -> None:
     ]
     for set_name, subset, ours_label, ours_kind, theirs_label in plans:
         pairs = [(compiled[c.schema_key], c.args) for c in subset]
+        ours_calls: list[Call]
+        theirs_calls: list[Call]
         if theirs_label == "is_valid":
-            ours = is_valid_pass([(c.rs.is_valid, a) for c, a in pairs])
-            theirs = is_valid_pass([(c.py.is_valid, a) for c, a in pairs])
+            ours_calls = [(c.rs.is_valid, a) for c, a in pairs]
+            theirs_calls = [(c.py.is_valid, a) for c, a in pairs]
+            ours, theirs = is_valid_pass(ours_calls), is_valid_pass(theirs_calls)
         else:
             if ours_kind == "callgate":
-                ours = all_errors_pass([(c.callgate.errors, a) for c, a in pairs])
+                ours_calls = [(c.callgate.errors, a) for c, a in pairs]
             else:
-                ours = all_errors_pass([(c.rs.iter_errors, a) for c, a in pairs])
-            theirs = all_errors_pass([(c.py.iter_errors, a) for c, a in pairs])
+                ours_calls = [(c.rs.iter_errors, a) for c, a in pairs]
+            theirs_calls = [(c.py.iter_errors, a) for c, a in pairs]
+            ours, theirs = all_errors_pass(ours_calls), all_errors_pass(theirs_calls)
+            ours_calls = [(listing(fn), a) for fn, a in ours_calls]
+            theirs_calls = [(listing(fn), a) for fn, a in theirs_calls]
         ours_rate, theirs_rate = compare(ours, theirs, len(pairs), args.rounds, min_ns)
-        ratio = ours_rate / theirs_rate
+        alt_ours, alt_theirs = alternate(ours_calls, theirs_calls, args.rounds, overhead)
+        ratio, warm = alt_ours / alt_theirs, ours_rate / theirs_rate
         if ours_kind != "diagnostic":
             ratios.append(ratio)
+            warm_ratios.append(warm)
         rows.append(
             [
                 f"{set_name} ({len(pairs):,})",
                 ours_label,
-                f"{ours_rate:,.0f}",
                 f"jsonschema: {theirs_label}",
+                f"{ours_rate:,.0f}",
                 f"{theirs_rate:,.0f}",
+                f"{warm:,.1f}x",
+                f"{alt_ours:,.0f}",
+                f"{alt_theirs:,.0f}",
                 f"{ratio:,.1f}x",
                 "(diagnostic)"
                 if ours_kind == "diagnostic"
@@ -454,20 +525,25 @@ def main() -> None:
             [
                 "argument sets",
                 "callgate side (compiled once)",
-                "validations/s",
-                "jsonschema (Draft202012Validator)",
-                "validations/s",
-                "speed-up",
-                f"target >= {TARGET_RATIO:.0f}x",
+                "jsonschema side (Draft202012Validator)",
+                "warm: callgate/s",
+                "warm: jsonschema/s",
+                "warm speed-up",
+                "alternating: callgate/s",
+                "alternating: jsonschema/s",
+                "alternating speed-up",
+                f"target >= {TARGET_RATIO:.0f}x (alternating)",
             ],
             rows,
-            numeric=frozenset({2, 4, 5}),
+            numeric=frozenset({3, 4, 5, 6, 7, 8}),
         )
     )
     met = sum(r >= TARGET_RATIO for r in ratios)
     print(
-        f"\nTarget: at least {TARGET_RATIO:.0f}x faster: met in {met} of {len(ratios)} rows "
-        f"(speed-ups {', '.join(f'{r:.1f}x' for r in ratios)})"
+        f"\nTarget: at least {TARGET_RATIO:.0f}x faster, alternating: met in {met} of "
+        f"{len(ratios)} rows (speed-ups {', '.join(f'{r:.1f}x' for r in ratios)}; warm, "
+        f"back to back: {', '.join(f'{r:.1f}x' for r in warm_ratios)}). Timer cost taken "
+        f"off each alternating call: {overhead:.0f} ns."
     )
     if args.profile_errors:
         profile_errors([(compiled[c.schema_key].callgate, c.args) for c in invalid_set])
