@@ -85,6 +85,7 @@ def builtin_toolbox(store: Store, limits: Limits, registry: Registry) -> Toolbox
             budget_chars=budget - min(400, budget // 4),
             key=parsed.key,
             unit=parsed.unit,
+            text=stored.text,  # the very text the first page was cut from, if kept
         )
         next_cursor = (
             Cursor(ref=parsed.ref, offset=pg.next_offset, unit=pg.unit, key=pg.key).encode()
