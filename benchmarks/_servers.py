@@ -169,10 +169,7 @@ class Running:
     """``time.perf_counter()`` just before the process was spawned."""
     ready: float
     """Seconds from spawning to the first successful ``tools/call`` answer."""
-
-    @property
-    def label(self) -> str:
-        return LABELS[self.kind]
+    label: str
 
     def cpu_seconds(self) -> float:
         """User + system CPU the server process has used so far (all its threads)."""
@@ -213,18 +210,44 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> 
         time.sleep(0.005)
 
 
+def checkout(rev: str, into: Path) -> Path:
+    """callgate's ``src`` at git revision ``rev`` (``git archive``), for a
+    before/after run in one go; the directory to put first on ``PYTHONPATH``."""
+    into.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "src"], capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into / "src"
+
+
 @contextlib.contextmanager
-def start(kind: str, workdir: Path, *, log: Path | None = None) -> Iterator[Running]:
-    """Start ``kind``, wait for its first answer, stop it on exit."""
+def start(
+    kind: str,
+    workdir: Path,
+    *,
+    log: Path | None = None,
+    src: Path | None = None,
+    label: str | None = None,
+) -> Iterator[Running]:
+    """Start ``kind``, wait for its first answer, stop it on exit.
+
+    ``src``: for ``callgate``, run the code in that directory (see :func:`checkout`)
+    instead of the installed package.
+    """
     port = free_port()
     argv = command(kind, port, workdir)
     url = f"http://127.0.0.1:{port}/mcp"
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
     errors = log.open("ab") if log is not None else subprocess.DEVNULL
     began = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=workdir, stdout=subprocess.DEVNULL, stderr=errors)
+    proc = subprocess.Popen(argv, cwd=workdir, stdout=subprocess.DEVNULL, stderr=errors, env=env)
     try:
         wait_ready(url, proc)
-        yield Running(kind, url, proc, began, time.perf_counter() - began)
+        ready = time.perf_counter() - began
+        yield Running(kind, url, proc, began, ready, label or LABELS[kind])
     finally:
         proc.terminate()
         try:
