@@ -4,6 +4,8 @@
 #   bash benchmarks/run.sh            # chain overhead, validation, agent loop, large results (~50 s)
 #   bash benchmarks/run.sh --quick    # fewer iterations: a smoke test, not figures
 #   bash benchmarks/run.sh --profile  # also where the time of a call goes
+#   bash benchmarks/run.sh --serve    # also callgate serve vs the bare SDK server and
+#                                     # FastMCP under wrk (~5 min; needs Debian's wrk)
 #
 # Uses the project's .venv (or $PYTHON). Installs what the benchmarks need and the
 # package does not: the BFCL corpus (bfcl-eval, without its many dependencies)
@@ -37,6 +39,7 @@ validation_args=()
 agent_args=()
 large_args=()
 profile=0
+serve=0
 for arg in "$@"; do
     case "$arg" in
         --quick)
@@ -46,7 +49,8 @@ for arg in "$@"; do
             large_args+=(--rounds 1 --calls 1)
             ;;
         --profile) profile=1 ;;
-        *) echo "unknown option $arg (use --quick, --profile)" >&2; exit 2 ;;
+        --serve) serve=1 ;;
+        *) echo "unknown option $arg (use --quick, --profile, --serve)" >&2; exit 2 ;;
     esac
 done
 
@@ -62,4 +66,12 @@ if [[ $profile == 1 ]]; then
     "$PY" benchmarks/profile_chain.py
     echo
     "$PY" benchmarks/whatif_audit.py
+fi
+if [[ $serve == 1 ]]; then
+    if ! command -v wrk >/dev/null; then
+        echo "--serve needs wrk (Debian: apt-get install wrk)" >&2
+        exit 2
+    fi
+    echo
+    "$PY" benchmarks/serve_http.py
 fi
