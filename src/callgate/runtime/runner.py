@@ -39,7 +39,7 @@ import anyio
 from callgate.errors import ErrorKind, ToolError
 from callgate.runtime.deadline import Alarm, Deadline, wait_until
 from callgate.runtime.loopwatch import BLOCK_THRESHOLD, LoopWatch, ToolTask
-from callgate.runtime.workers import Worker, Workers
+from callgate.runtime.workers import Worker, workers
 
 __all__ = [
     "Deadline",
@@ -194,7 +194,6 @@ class Runner:
         self._threads = 0
         self._lock = threading.Lock()  # a thread starting vs its caller giving up
         self._waiters: list[asyncio.Future[None]] = []
-        self._workers = Workers()
         self._strays: set[_Job] = set()
         self._writing: set[asyncio.Task[None]] = set()
 
@@ -275,9 +274,9 @@ class Runner:
     async def _run_thread(
         self, tool: str, state: _Tool, fn: Work, deadline: Deadline, on_late: OnLate | None
     ) -> Any:
-        """Run ``fn`` in one of the runner's worker threads (AnyIO worker threads:
+        """Run ``fn`` in one of the loop's worker threads (AnyIO worker threads:
         ToolContext's ``*_sync`` methods reach the loop from them, and
-        ``from_thread.check_cancelled()`` sees the caller give up). The thread slot
+        ``from_thread.check_cancelled()`` sees the caller give up; see workers.py). The thread slot
         is released by whoever sees the function end: the caller, or (once the
         caller has given up) the thread itself.
         """
@@ -306,7 +305,7 @@ class Runner:
                     loop.call_soon_threadsafe(_wake, wake)
             return not stray  # a retired worker leaves
 
-        self._workers.submit(body)
+        workers().submit(body)
         alarm = Alarm(deadline, wake)
         try:
             await wake
@@ -466,7 +465,6 @@ class Runner:
         reported as ``running at close``, and its end later is only logged.
         """
         await self.watch.aclose()
-        self._workers.aclose()
         for job in list(self._strays):
             self._stray_ended(job, "running at close", None)
         if self._writing:

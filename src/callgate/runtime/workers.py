@@ -1,22 +1,28 @@
 """Worker threads for sync tool code, kept between calls.
 
 A hop through ``anyio.to_thread.run_sync`` for every call costs a loop turn
-(its checkpoint), a capacity limiter, a cancel scope, task lookups and a
+(its checkpoint), a capacity limiter, cancel scopes, task lookups and a
 ``queue.Queue`` hand-over: about 25 µs more than the hop itself, on every call
-of every sync tool. Here a call is a ``SimpleQueue.put`` and, when it ends, one
-``call_soon_threadsafe``.
+of every sync tool. Here a call is a ``SimpleQueue.put`` to an idle worker and,
+when it ends, one ``call_soon_threadsafe``.
 
 Each worker is still an AnyIO worker thread, serving many calls inside one
-long ``anyio.to_thread.run_sync`` (its *host*, a task of the runner with a
-cancel scope of its own), so what works in any AnyIO worker thread works in a
-sync tool: ``anyio.from_thread.run`` (the ``ToolContext.*_sync`` methods) and
-``anyio.from_thread.check_cancelled``. When a caller gives up on a call that
-is running, its worker is *retired*: its host scope is cancelled (so work the
-tool started on the loop is cancelled and ``check_cancelled`` raises, as when
-the caller's own scope was cancelled under ``to_thread.run_sync``), and the
-thread leaves once the call returns. Idle workers leave after ``IDLE`` seconds.
+long ``anyio.to_thread.run_sync`` (its *host*, a task with a cancel scope of its
+own), so what works in any AnyIO worker thread works in a sync tool:
+``anyio.from_thread.run`` (the ``ToolContext.*_sync`` methods) and
+``anyio.from_thread.check_cancelled``. When a caller gives up on a call that is
+running, its worker is *retired*: its host scope is cancelled (so work the tool
+started on the loop is cancelled and ``check_cancelled`` raises, as when the
+caller's own scope was cancelled under ``to_thread.run_sync``), and the thread
+leaves once the call returns.
 
-How many threads may run is not decided here: the runner reserves a slot per
+One pool per event loop, shared by every gate on it, and the worker idle the
+shortest time takes the next call: a thread that has just run is the quickest
+to wake (with a pool per gate, calls alternating between gates each woke a
+thread idle for longer, which cost up to 100 µs a call). Idle workers leave
+after ``IDLE`` seconds, and when their loop cancels its tasks at its end.
+
+How many threads may run is not decided here: a runner reserves a slot per
 call before it submits it (``runner.py``).
 """
 
@@ -28,6 +34,7 @@ import logging
 import math
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from typing import TypeAlias
 
@@ -39,7 +46,7 @@ try:
 except ImportError:  # pragma: no cover - anyio installs it on every supported version
     sniffio = None  # type: ignore[assignment]
 
-__all__ = ["IDLE", "Worker", "Workers"]
+__all__ = ["IDLE", "Worker", "Workers", "workers"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,15 +55,16 @@ IDLE = 10.0
 
 Job = Callable[["Worker"], bool]
 """Run one call in a worker thread; False when the worker must leave after it."""
-Queue: TypeAlias = "queue.SimpleQueue[tuple[contextvars.Context, Job] | None]"
+Item: TypeAlias = "tuple[contextvars.Context, Job] | None"
 
 
 class Worker:
-    """One worker thread and the cancel scope of its host task."""
+    """One worker thread: its own queue of calls, and its host task's cancel scope."""
 
-    __slots__ = ("scope", "task")
+    __slots__ = ("queue", "scope", "task")
 
     def __init__(self) -> None:
+        self.queue: queue.SimpleQueue[Item] = queue.SimpleQueue()
         self.scope = anyio.CancelScope()
         self.task: asyncio.Task[None] | None = None
 
@@ -67,83 +75,65 @@ class Worker:
 
 
 class Workers:
-    """A pool of :class:`Worker` threads for one event loop."""
+    """The worker threads of one event loop (see :func:`workers`)."""
 
-    def __init__(self, *, idle: float = IDLE) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, idle: float = IDLE) -> None:
         self.idle = idle
-        self._queue: Queue = queue.SimpleQueue()
+        self._loop = loop
         self._lock = threading.Lock()
-        self._spare = 0
-        """Workers waiting for a call, less the calls queued for them; below 0 a
-        call needs a new worker."""
-        self._workers: set[Worker] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        # The hosts' limiter is never the bottleneck: the runner's slots are.
+        self._idle: list[Worker] = []
+        """Waiting for a call, the one idle the shortest time last."""
+        self._alive: set[Worker] = set()
+        # The hosts' limiter is never the bottleneck: the runners' slots are.
         self._limiter = anyio.CapacityLimiter(math.inf)
 
     def submit(self, job: Job) -> None:
         """Have ``job`` run in a worker thread, in a copy of the caller's context
-        (on the event loop thread)."""
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # first use, or a gate started again on another loop
-            self._reset()
-            self._loop = loop
+        (call on the loop's thread)."""
         context = contextvars.copy_context()
         if sniffio is not None:  # as in AnyIO's worker threads: no async library there
             context.run(sniffio.current_async_library_cvar.set, None)
         with self._lock:
-            self._queue.put((context, job))
-            self._spare -= 1
-            grow = self._spare < 0
-            if grow:
-                self._spare += 1
-        if grow:
-            self._start(loop)
+            worker = self._idle.pop() if self._idle else None
+        if worker is None:
+            worker = self._start()
+        worker.queue.put((context, job))
 
     def threads(self) -> int:
         """Worker threads alive (waiting for a call or running one)."""
-        return len(self._workers)
-
-    def aclose(self) -> None:
-        """Let every worker go: idle ones leave now, busy ones once their call returns."""
-        self._loop = None
-        self._reset()
+        return len(self._alive)
 
     # internals --------------------------------------------------------------
-    def _reset(self) -> None:
-        # Workers serve the queue they started with: given a new one, the old
-        # ones leave (at once if idle: one None each wakes them).
-        with self._lock:
-            for _ in self._workers:
-                self._queue.put(None)
-            self._workers = set()
-            self._queue = queue.SimpleQueue()
-            self._spare = 0
-
-    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _start(self) -> Worker:
         worker = Worker()
-        self._workers.add(worker)
-        host = self._host(worker, self._queue)
-        worker.task = loop.create_task(host, name="callgate worker thread")
+        self._alive.add(worker)
+        worker.task = self._loop.create_task(self._host(worker), name="callgate worker thread")
+        return worker
 
-    async def _host(self, worker: Worker, jobs: Queue) -> None:
-        with worker.scope:
-            await anyio.to_thread.run_sync(
-                self._serve, worker, jobs, abandon_on_cancel=True, limiter=self._limiter
-            )
-        self._workers.discard(worker)
+    async def _host(self, worker: Worker) -> None:
+        try:
+            with worker.scope:
+                await anyio.to_thread.run_sync(
+                    self._serve, worker, abandon_on_cancel=True, limiter=self._limiter
+                )
+        finally:
+            # Retired, idle too long, or the loop is ending: the thread leaves
+            # (at once if it waits, else after its call).
+            worker.queue.put(None)
+            with self._lock:
+                if worker in self._idle:
+                    self._idle.remove(worker)
+            self._alive.discard(worker)
 
-    def _serve(self, worker: Worker, jobs: Queue) -> None:
+    def _serve(self, worker: Worker) -> None:
         """The worker thread: run calls until retired, told to leave, or idle too long."""
         while True:
             try:
-                item = jobs.get(timeout=self.idle)
+                item = worker.queue.get(timeout=self.idle)
             except queue.Empty:
                 with self._lock:
-                    if jobs is not self._queue:
-                        return
-                    if self._spare > 0:  # more workers wait than calls: one may go
-                        self._spare -= 1
+                    if worker in self._idle:  # else a call was just given to it
+                        self._idle.remove(worker)
                         return
                 continue
             if item is None:
@@ -157,6 +147,16 @@ class Workers:
             if not keep:
                 return
             with self._lock:
-                if jobs is not self._queue:
-                    return
-                self._spare += 1
+                self._idle.append(worker)
+
+
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Workers] = weakref.WeakKeyDictionary()
+
+
+def workers() -> Workers:
+    """The worker threads of the running event loop."""
+    loop = asyncio.get_running_loop()
+    pool = _pools.get(loop)
+    if pool is None:
+        pool = _pools[loop] = Workers(loop)
+    return pool
