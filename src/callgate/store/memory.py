@@ -87,10 +87,14 @@ class MemoryStore:
     # audit -----------------------------------------------------------------
     async def append_audit(self, records: Sequence[AuditRecord]) -> None:
         await checkpoint()
-        self.append_audit_now(records)
+        self._append(records)
 
     def append_audit_now(self, records: Sequence[AuditRecord]) -> bool:
         """Append records at once, without yielding (always possible here)."""
+        self._append(records)
+        return True
+
+    def _append(self, records: Sequence[AuditRecord]) -> None:
         # Validate the whole batch first so a bad record appends nothing.
         checked = [(_utc(r.at), _json(r.detail)) for r in records]
         start = len(self._audit) + 1
@@ -98,7 +102,6 @@ class MemoryStore:
             replace(r, at=at, dropped_fields=tuple(r.dropped_fields), detail=detail, seq=start + i)
             for i, (r, (at, detail)) in enumerate(zip(records, checked, strict=True))
         )
-        return True
 
     async def list_audit(
         self, *, tail: int | None = None, call_id: str | None = None
