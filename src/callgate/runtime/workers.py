@@ -153,10 +153,26 @@ class Workers:
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Workers] = weakref.WeakKeyDictionary()
 
 
+_unreferable: dict[asyncio.AbstractEventLoop, Workers] = {}
+"""Pools of loops that take no weak reference, until the loop is closed."""
+
+
 def workers() -> Workers:
     """The worker threads of the running event loop."""
     loop = asyncio.get_running_loop()
-    pool = _pools.get(loop)
+    try:
+        pool = _pools.get(loop)
+    except TypeError:  # an event loop class without weak references
+        return _held(loop)
     if pool is None:
         pool = _pools[loop] = Workers(loop)
+    return pool
+
+
+def _held(loop: asyncio.AbstractEventLoop) -> Workers:
+    pool = _unreferable.get(loop)
+    if pool is None:
+        for closed in [other for other in _unreferable if other.is_closed()]:
+            del _unreferable[closed]
+        pool = _unreferable[loop] = Workers(loop)
     return pool
