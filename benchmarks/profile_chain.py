@@ -47,6 +47,7 @@ from callgate.runtime.envelope import Decision, Envelope, Status, Timing
 from callgate.runtime.policy import Policy, activation
 from callgate.runtime.stages import record as record_stage
 from callgate.runtime.validation import ArgumentValidator
+from callgate.runtime.workers import workers
 from callgate.store import AuditRecord, GroupCommitter, SQLStore
 from callgate.store.sql import create_engine, normalize_url
 
@@ -356,12 +357,28 @@ async def primitives_view(kinds: list[str]) -> list[str]:
         )
         limiter = anyio.CapacityLimiter(40)
         add(
-            "anyio.to_thread.run_sync(no-op, limiter) (sync tools)",
+            "anyio.to_thread.run_sync(no-op, limiter) (sync tools before issue 10)",
             await atimeit_us(lambda: anyio.to_thread.run_sync(int, limiter=limiter)),
         )
         add(
             "asyncio.to_thread(no-op) (a thread hop and back)",
             await atimeit_us(lambda: asyncio.to_thread(int)),
+        )
+
+        async def pool_hop() -> None:
+            loop = asyncio.get_running_loop()
+            done = loop.create_future()
+
+            def job(_worker: Any) -> bool:
+                loop.call_soon_threadsafe(done.set_result, None)
+                return True
+
+            workers().submit(job)
+            await done
+
+        add(
+            "a hop to the loop's worker pool and back (sync tools, issue 10)",
+            await atimeit_us(pool_hop),
         )
         add(
             "gate.call(bench.echo), MemoryStore (whole chain)",
