@@ -274,11 +274,11 @@ class Runner:
     async def _run_thread(
         self, tool: str, state: _Tool, fn: Work, deadline: Deadline, on_late: OnLate | None
     ) -> Any:
-        """Run ``fn`` in one of the loop's worker threads (AnyIO worker threads:
-        ToolContext's ``*_sync`` methods reach the loop from them, and
-        ``from_thread.check_cancelled()`` sees the caller give up; see workers.py). The thread slot
-        is released by whoever sees the function end: the caller, or (once the
-        caller has given up) the thread itself.
+        """Run ``fn`` in one of the loop's worker threads (AnyIO worker threads,
+        see ``workers.py``: ToolContext's ``*_sync`` methods reach the loop from
+        them, and ``from_thread.check_cancelled()`` sees the caller give up). The
+        thread slot is released by whoever sees the function end: the caller, or
+        (once the caller has given up) the thread itself.
         """
         await self._admit(tool, state, deadline)
         job = _Job(tool, "thread", on_late)
