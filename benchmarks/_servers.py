@@ -10,8 +10,10 @@ settings (loopback, asyncio loop, h11):
 - ``fastmcp``: FastMCP (PyPI ``fastmcp``) with the same tool, in its own venv
   under ``.cache/bench-fastmcp`` (created on first use: its pins are its own).
 
-Every tool is called ``echo`` and takes ``x: int``. Run as a script, this file
-serves ``bare`` or ``fastmcp``: ``python benchmarks/_servers.py bare PORT``.
+Every server has the tools ``echo(x: int) -> int`` and ``rows(n: int, x: int = 0) ->
+list[dict]`` (``n`` records of about 100 bytes of JSON each: large results; ``x``
+only makes calls differ, as callgate refuses a fourth identical call in a session). Run as a script,
+this file serves ``bare`` or ``fastmcp``: ``python benchmarks/_servers.py bare PORT``.
 """
 
 from __future__ import annotations
@@ -45,6 +47,19 @@ bench = Toolbox("bench", description="A trivial tool for measuring the server.")
 async def echo(x: int) -> int:
     """Return x unchanged."""
     return x
+
+
+@bench.tool(read_only=True, open_world=False)
+async def rows(n: int, x: int = 0) -> list[dict[str, object]]:
+    """Return n records (about 100 bytes of JSON each); x is ignored."""
+    return make_rows(n)
+
+
+def make_rows(n: int) -> list[dict[str, object]]:
+    return [
+        {"id": i, "name": f"record {i}", "status": "active", "amount": i * 1.5, "tags": ["a", "b"]}
+        for i in range(n)
+    ]
 '''
 
 CONFIG = """\
@@ -52,6 +67,10 @@ toolboxes = ["./bench_tools.py:bench"]
 
 [mcp]
 unprefixed = ["bench"]
+
+# Large results are not cut: every server sends the same records.
+[limits]
+max_result_tokens = 2000000
 """
 
 LATEST = "2026-07-28"
@@ -74,8 +93,13 @@ def headers(protocol: str, name: str = TOOL) -> dict[str, str]:
     return out
 
 
-def call_body(i: int, protocol: str = LATEST, name: str = TOOL) -> dict[str, object]:
-    params: dict[str, object] = {"name": name, "arguments": {"x": i}}
+def call_body(
+    i: int, protocol: str = LATEST, name: str = TOOL, arguments: dict[str, object] | None = None
+) -> dict[str, object]:
+    params: dict[str, object] = {
+        "name": name,
+        "arguments": {"x": i} if arguments is None else arguments,
+    }
     if protocol == LATEST:
         params["_meta"] = META
     return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
@@ -259,6 +283,14 @@ def start(
             errors.close()
 
 
+def make_rows(n: int) -> list[dict[str, object]]:
+    """The ``rows`` tool's result (the same as in TOOLS_MODULE, for the other servers)."""
+    return [
+        {"id": i, "name": f"record {i}", "status": "active", "amount": i * 1.5, "tags": ["a", "b"]}
+        for i in range(n)
+    ]
+
+
 def _serve(kind: str, port: int) -> None:
     import uvicorn
 
@@ -272,6 +304,11 @@ def _serve(kind: str, port: int) -> None:
             """Return x unchanged."""
             return x
 
+        @bare.tool()
+        async def rows(n: int, x: int = 0) -> list[dict[str, object]]:
+            """Return n records (about 100 bytes of JSON each); x is ignored."""
+            return make_rows(n)
+
         app = bare.streamable_http_app(host="127.0.0.1")
     else:
         from fastmcp import FastMCP  # type: ignore[import-not-found]
@@ -282,6 +319,11 @@ def _serve(kind: str, port: int) -> None:
         async def echo(x: int) -> int:
             """Return x unchanged."""
             return x
+
+        @fast.tool
+        async def rows(n: int, x: int = 0) -> list[dict[str, object]]:
+            """Return n records (about 100 bytes of JSON each); x is ignored."""
+            return make_rows(n)
 
         app = fast.http_app(path="/mcp")
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")

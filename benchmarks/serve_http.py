@@ -82,10 +82,15 @@ end
 """
 
 
-def lua_script(protocol: str, session: str | None) -> str:
-    body = json.dumps(_servers.call_body(0, protocol))
+def lua_script(protocol: str, session: str | None, rows: int = 0) -> str:
+    """wrk's script: ``tools/call`` of ``echo`` (or of ``rows`` with ``n=rows``)."""
+    if rows:
+        name, arguments = "rows", {"n": rows, "x": 0}
+    else:
+        name, arguments = _servers.TOOL, None
+    body = json.dumps(_servers.call_body(0, protocol, name, arguments))
     template = body.replace("%", "%%").replace('"id": 0', '"id": %d').replace('"x": 0', '"x": %d')
-    headers = _servers.headers(protocol)
+    headers = _servers.headers(protocol, name)
     if session:
         headers["mcp-session-id"] = session
     lines = "\n".join(f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in headers.items())
@@ -156,7 +161,7 @@ def main(args: argparse.Namespace) -> int:
     print(
         f"## tools/call over Streamable HTTP, loaded by wrk (nproc {os.cpu_count()}, "
         f"load {os.getloadavg()[0]:.2f}; {args.rounds} rounds of {args.seconds:g} s per "
-        f"server, protocol and concurrency)\n",
+        f"server, protocol and concurrency; tool: {f'rows(n={args.rows})' if args.rows else 'echo'})\n",
         flush=True,
     )
     with ExitStack() as stack:
@@ -180,7 +185,7 @@ def main(args: argparse.Namespace) -> int:
                     _servers.open_session(server.url) if protocol == _servers.SESSIONS else None
                 )
                 script = workdir / f"{len(scripts)}-{protocol}.lua"
-                script.write_text(lua_script(protocol, session))
+                script.write_text(lua_script(protocol, session, args.rows))
                 scripts[server.label] = script
                 run_wrk(server.url, script, 4, 1.0)  # warm up
             for concurrency in args.concurrency:
@@ -275,5 +280,12 @@ if __name__ == "__main__":
     )
     parser.add_argument(
         "--before", metavar="REV", help="also serve callgate as of this git revision"
+    )
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=0,
+        metavar="N",
+        help="call rows(n=N) instead of echo: N records of about 100 bytes (1000: ~92 KB)",
     )
     sys.exit(main(parser.parse_args()))
