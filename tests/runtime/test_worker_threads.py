@@ -5,7 +5,10 @@ tool started on the loop."""
 from __future__ import annotations
 
 import contextvars
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import anyio
 import anyio.from_thread
@@ -118,3 +121,41 @@ async def test_sync_tools_run_again_once_a_closed_gate_is_opened_again() -> None
         with anyio.fail_after(5):
             again = await gate.call("t.double", {"n": 2}, principal=ALICE)
     assert first.payload == 2 and again.payload == 4
+
+
+EXITS = """
+import asyncio
+from callgate import Gate, Principal, Toolbox
+from callgate.runtime import workers
+from callgate.store import MemoryStore
+
+workers.IDLE = 3600.0  # an idle worker would otherwise wait an hour for its next call
+box = Toolbox("ops")
+
+
+@box.tool(read_only=True, open_world=False)
+def ping() -> str:
+    \"\"\"Answer pong.\"\"\"
+    return "pong"
+
+
+async def main() -> None:
+    gate = Gate([box], store=MemoryStore())
+    print((await gate.call("ops.ping", {}, principal=Principal("a", tenant="t"))).payload)
+
+
+# The loop is neither closed nor are its tasks cancelled: its workers stay idle.
+asyncio.new_event_loop().run_until_complete(main())
+"""
+
+
+@pytest.mark.slow
+def test_an_idle_worker_does_not_hold_the_interpreter_at_exit(tmp_path: Path) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(EXITS)
+    # A hang is the failure this guards against: the bound only ends the test.
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["pong"]

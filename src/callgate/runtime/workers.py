@@ -20,7 +20,8 @@ One pool per event loop, shared by every gate on it, and the worker idle the
 shortest time takes the next call: a thread that has just run is the quickest
 to wake (with a pool per gate, calls alternating between gates each woke a
 thread idle for longer, which cost up to 100 µs a call). Idle workers leave
-after ``IDLE`` seconds, and when their loop cancels its tasks at its end.
+after ``IDLE`` seconds, when their loop cancels its tasks at its end, and at
+interpreter exit (before threads are joined), so a worker never delays exit.
 
 How many threads may run is not decided here: a runner reserves a slot per
 call before it submits it (``runner.py``).
@@ -29,6 +30,7 @@ call before it submits it (``runner.py``).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextvars
 import logging
 import math
@@ -77,8 +79,8 @@ class Worker:
 class Workers:
     """The worker threads of one event loop (see :func:`workers`)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, *, idle: float = IDLE) -> None:
-        self.idle = idle
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, idle: float | None = None) -> None:
+        self.idle = IDLE if idle is None else idle
         self._loop = loop
         self._lock = threading.Lock()
         self._idle: list[Worker] = []
@@ -86,6 +88,7 @@ class Workers:
         self._alive: set[Worker] = set()
         # The hosts' limiter is never the bottleneck: the runners' slots are.
         self._limiter = anyio.CapacityLimiter(math.inf)
+        _every.add(self)
 
     def submit(self, job: Job) -> None:
         """Have ``job`` run in a worker thread, in a copy of the caller's context
@@ -149,8 +152,14 @@ class Workers:
             with self._lock:
                 self._idle.append(worker)
 
+    def leave(self) -> None:
+        """Tell every worker to leave (idle ones at once); from any thread."""
+        for worker in list(self._alive):
+            worker.queue.put(None)
+
 
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Workers] = weakref.WeakKeyDictionary()
+_every: weakref.WeakSet[Workers] = weakref.WeakSet()
 
 
 _unreferable: dict[asyncio.AbstractEventLoop, Workers] = {}
@@ -176,3 +185,17 @@ def _held(loop: asyncio.AbstractEventLoop) -> Workers:
             del _unreferable[closed]
         pool = _unreferable[loop] = Workers(loop)
     return pool
+
+
+def _leave_at_exit() -> None:
+    # Worker threads are AnyIO's, which are not daemons: an idle one would hold
+    # the interpreter's exit for up to IDLE seconds when its loop was never
+    # closed (run_until_complete without a close).
+    for pool in list(_every):
+        pool.leave()
+
+
+_register: Callable[[Callable[[], None]], object] = getattr(
+    threading, "_register_atexit", atexit.register
+)
+_register(_leave_at_exit)
