@@ -4,6 +4,7 @@ tool started on the loop."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import subprocess
 import sys
@@ -121,6 +122,29 @@ async def test_sync_tools_run_again_once_a_closed_gate_is_opened_again() -> None
         with anyio.fail_after(5):
             again = await gate.call("t.double", {"n": 2}, principal=ALICE)
     assert first.payload == 2 and again.payload == 4
+
+
+async def test_closing_the_last_gate_of_a_loop_lets_its_workers_go() -> None:
+    # A loop closed right after its gates must find no worker task still pending
+    # ("Task was destroyed but it is pending!").
+    box = Toolbox("t")
+
+    @box.tool(read_only=True)
+    def ping() -> str:
+        """Answers pong."""
+        return "pong"
+
+    def hosts() -> list[asyncio.Task[object]]:
+        return [t for t in asyncio.all_tasks() if t.get_name() == "callgate worker thread"]
+
+    first, second = gate_for(box), gate_for(box)
+    async with first:
+        async with second:
+            await second.call("t.ping", {}, principal=ALICE)
+        # The loop's workers outlive one gate: the other still uses them.
+        assert len(hosts()) == 1
+        await first.call("t.ping", {}, principal=ALICE)
+    assert hosts() == []
 
 
 EXITS = """

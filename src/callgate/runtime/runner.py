@@ -39,7 +39,7 @@ import anyio
 from callgate.errors import ErrorKind, ToolError
 from callgate.runtime.deadline import Alarm, Deadline, wait_until
 from callgate.runtime.loopwatch import BLOCK_THRESHOLD, LoopWatch, ToolTask
-from callgate.runtime.workers import Worker, workers
+from callgate.runtime.workers import Worker, Workers, workers
 
 __all__ = [
     "Deadline",
@@ -196,6 +196,7 @@ class Runner:
         self._waiters: list[asyncio.Future[None]] = []
         self._strays: set[_Job] = set()
         self._writing: set[asyncio.Task[None]] = set()
+        self._pool: Workers | None = None
 
     # figures -------------------------------------------------------------
     def stuck(self, tool: str) -> int:
@@ -455,11 +456,16 @@ class Runner:
             self._notify()
 
     def start(self) -> None:
-        """Start the loop-lag watchdog on the running loop (again after :meth:`aclose`)."""
+        """Start the loop-lag watchdog on the running loop (again after :meth:`aclose`);
+        the loop's worker threads serve this runner until :meth:`aclose`."""
         self.watch.start()
+        if self._pool is None:
+            self._pool = workers()
+            self._pool.users += 1
 
     async def aclose(self) -> None:
-        """Stop the watchdog; record stray work still running; wait for late records.
+        """Stop the watchdog; record stray work still running; wait for late records;
+        let the loop's worker threads go when no other runner uses them.
 
         Stray work is not waited for (it may never end): each still running is
         reported as ``running at close``, and its end later is only logged.
@@ -469,6 +475,11 @@ class Runner:
             self._stray_ended(job, "running at close", None)
         if self._writing:
             await asyncio.wait(set(self._writing))
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.users -= 1
+            if not pool.users:
+                await pool.aclose()
 
     # waiting -------------------------------------------------------------
     def _state(self, tool: str) -> _Tool:

@@ -20,8 +20,10 @@ One pool per event loop, shared by every gate on it, and the worker idle the
 shortest time takes the next call: a thread that has just run is the quickest
 to wake (with a pool per gate, calls alternating between gates each woke a
 thread idle for longer, which cost up to 100 µs a call). Idle workers leave
-after ``IDLE`` seconds, when their loop cancels its tasks at its end, and at
-interpreter exit (before threads are joined), so a worker never delays exit.
+after ``IDLE`` seconds, when the last gate (runner) of their loop closes,
+when their loop cancels its tasks at its end, and at interpreter exit (before
+threads are joined), so a worker never delays exit. A worker that leaves gives
+its thread back to AnyIO's own pool, which ends it as it ends its others.
 
 How many threads may run is not decided here: a runner reserves a slot per
 call before it submits it (``runner.py``).
@@ -63,12 +65,14 @@ Item: TypeAlias = "tuple[contextvars.Context, Job] | None"
 class Worker:
     """One worker thread: its own queue of calls, and its host task's cancel scope."""
 
-    __slots__ = ("queue", "scope", "task")
+    __slots__ = ("leaving", "queue", "scope", "task")
 
     def __init__(self) -> None:
         self.queue: queue.SimpleQueue[Item] = queue.SimpleQueue()
         self.scope = anyio.CancelScope()
         self.task: asyncio.Task[None] | None = None
+        self.leaving = False
+        """Told to leave: it takes no more calls (changed under the pool's lock)."""
 
     def retire(self) -> None:
         """Its caller gave up on the call it runs (on the loop thread): cancel what
@@ -81,6 +85,8 @@ class Workers:
 
     def __init__(self, loop: asyncio.AbstractEventLoop, *, idle: float | None = None) -> None:
         self.idle = IDLE if idle is None else idle
+        self.users = 0
+        """Runners started on this loop and not closed (see :meth:`aclose`)."""
         self._loop = loop
         self._lock = threading.Lock()
         self._idle: list[Worker] = []
@@ -106,7 +112,30 @@ class Workers:
         """Worker threads alive (waiting for a call or running one)."""
         return len(self._alive)
 
+    def leave(self) -> None:
+        """Tell every worker to leave (idle ones at once); from any thread."""
+        for worker in list(self._alive):
+            self._dismiss(worker)
+
+    async def aclose(self) -> None:
+        """Let every worker go and wait for their hosts (once the last runner of
+        the loop closes: no call is in flight; stray work runs on, unwaited)."""
+        workers = list(self._alive)
+        for worker in workers:
+            self._dismiss(worker)
+            worker.scope.cancel()
+        hosts = [w.task for w in workers if w.task is not None]
+        if hosts:
+            await asyncio.wait(hosts)
+
     # internals --------------------------------------------------------------
+    def _dismiss(self, worker: Worker) -> None:
+        with self._lock:
+            worker.leaving = True
+            if worker in self._idle:
+                self._idle.remove(worker)
+        worker.queue.put(None)  # wakes it if it waits; else read after its call
+
     def _start(self) -> Worker:
         worker = Worker()
         self._alive.add(worker)
@@ -120,12 +149,8 @@ class Workers:
                     self._serve, worker, abandon_on_cancel=True, limiter=self._limiter
                 )
         finally:
-            # Retired, idle too long, or the loop is ending: the thread leaves
-            # (at once if it waits, else after its call).
-            worker.queue.put(None)
-            with self._lock:
-                if worker in self._idle:
-                    self._idle.remove(worker)
+            # Retired, idle too long, or the loop is ending: the thread leaves.
+            self._dismiss(worker)
             self._alive.discard(worker)
 
     def _serve(self, worker: Worker) -> None:
@@ -137,6 +162,7 @@ class Workers:
                 with self._lock:
                     if worker in self._idle:  # else a call was just given to it
                         self._idle.remove(worker)
+                        worker.leaving = True
                         return
                 continue
             if item is None:
@@ -147,15 +173,12 @@ class Workers:
             except BaseException:  # a job reports its own errors; this is a bug
                 logger.exception("a worker thread's call failed")
                 keep = False
-            if not keep:
-                return
             with self._lock:
+                if not keep:
+                    worker.leaving = True
+                if worker.leaving:
+                    return
                 self._idle.append(worker)
-
-    def leave(self) -> None:
-        """Tell every worker to leave (idle ones at once); from any thread."""
-        for worker in list(self._alive):
-            worker.queue.put(None)
 
 
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Workers] = weakref.WeakKeyDictionary()
