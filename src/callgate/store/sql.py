@@ -201,27 +201,32 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
 
     @contextlib.asynccontextmanager
     async def _transaction(
-        self, engine: AsyncEngine, *, write: bool
+        self, engine: AsyncEngine, *, write: bool, single: bool = False
     ) -> AsyncIterator[AsyncConnection]:
         serial = self._dialect == "sqlite" and (write or self._memory)
         lock = self._write_lock if serial else contextlib.nullcontext()
         async with lock, engine.connect() as conn:
             if write and self._dialect == "sqlite":
                 await conn.execution_options(**{BEGIN_OPTION: "BEGIN IMMEDIATE"})
-            if not write and self._dialect == "postgresql":
-                # Reads are one SELECT each, and under READ COMMITTED every
-                # statement takes its own snapshot anyway: without BEGIN and
-                # COMMIT around it, a read is one round trip instead of three.
+            if (single or not write) and self._dialect == "postgresql":
+                # Reads are one SELECT each (and under READ COMMITTED every
+                # statement takes its own snapshot anyway); a single statement is
+                # atomic on its own. Without BEGIN and COMMIT around it, it is one
+                # round trip instead of three, committed before the server answers.
                 await conn.execution_options(isolation_level="AUTOCOMMIT")
                 yield conn
                 return
             async with conn.begin():
                 yield conn
 
-    def _begin(self, *, write: bool) -> contextlib.AbstractAsyncContextManager[AsyncConnection]:
+    def _begin(
+        self, *, write: bool, single: bool = False
+    ) -> contextlib.AbstractAsyncContextManager[AsyncConnection]:
+        """A connection in a transaction; with ``single`` (the block runs one
+        statement), PostgreSQL runs it in autocommit instead."""
         if self._engine is None:
             raise RuntimeError("the store is not open; call `await store.open()` first")
-        return self._transaction(self._engine, write=write)
+        return self._transaction(self._engine, write=write, single=single)
 
     async def _pg_lock(self, conn: AsyncConnection, name: str) -> None:
         key = lock_key(f"callgate.{name}/{self._schema or ''}")
@@ -423,7 +428,7 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
             .on_conflict_do_nothing(index_elements=[results.c.ref])
             .returning(results.c.ref)
         )
-        async with self._begin(write=True) as conn:
+        async with self._begin(write=True, single=True) as conn:
             if (await conn.execute(stmt)).first() is None:
                 raise ValueError(f"result {result.ref!r} is already stored")
 
