@@ -56,7 +56,8 @@ class CommitCounter:
 
 
 def count_commits(store: Store) -> CommitCounter:
-    """Wrap ``store.append_audit`` (on the instance) to count transactions and records."""
+    """Wrap ``store.append_audit`` (and ``append_audit_now``), on the instance, to count
+    transactions and records."""
     counter = CommitCounter()
     inner = store.append_audit
 
@@ -66,6 +67,17 @@ def count_commits(store: Store) -> CommitCounter:
         await inner(records)
 
     store.append_audit = append_audit  # type: ignore[method-assign]
+    now = getattr(store, "append_audit_now", None)
+    if now is not None:  # a lone call's commit in its own task
+
+        def append_audit_now(records: Sequence[AuditRecord]) -> bool:
+            written = bool(now(records))
+            if written:
+                counter.commits += 1
+                counter.records += len(records)
+            return written
+
+        store.append_audit_now = append_audit_now  # type: ignore[attr-defined]
     return counter
 
 

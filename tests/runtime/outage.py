@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,7 +58,11 @@ class OutageStore(MemoryStore):
                     refused.append(name)
                     raise driver_error()
 
-                return failing
+                def failing_now(*args: Any, **kwargs: Any) -> Any:
+                    refused.append(name)
+                    raise driver_error()
+
+                return failing if inspect.iscoroutinefunction(attr) else failing_now
         return attr
 
 

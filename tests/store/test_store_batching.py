@@ -26,6 +26,18 @@ class CountingStore:
         self.batches.append(len(records))
         await self.inner.append_audit(records)
 
+    def append_audit_now(self, records: Sequence[AuditRecord]) -> bool:
+        written = bool(self.inner.append_audit_now(records))  # type: ignore[attr-defined]
+        if written:
+            self.batches.append(len(records))
+            self.now.append(len(records))
+        return written
+
+    @property
+    def now(self) -> list[int]:
+        """Batch sizes written in the caller's task (``append_audit_now``)."""
+        return self.__dict__.setdefault("_now", [])
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
@@ -80,6 +92,42 @@ async def test_a_lone_caller_commits_each_record_at_once(audit: Audit) -> None:
             with anyio.fail_after(5):
                 await committer.append(audit(call_id=f"c{i}"))
             assert counting.batches == [1] * (i + 1)
+
+
+async def test_a_lone_caller_commits_in_its_own_task(store: Store, audit: Audit) -> None:
+    counting = CountingStore(store)
+    async with GroupCommitter(counting, alone=lambda: True) as committer:
+        for i in range(3):
+            with anyio.fail_after(5):
+                await committer.append(audit(call_id=f"c{i}"))
+            # Durable when append returns, without the writer task's round trip.
+            assert [r.call_id for r in await store.list_audit(call_id=f"c{i}")] == [f"c{i}"]
+    assert counting.batches == [1, 1, 1]
+    # SQLite files and the MemoryStore commit without yielding; other stores
+    # (PostgreSQL, SQLite in memory through the async engine) batch as usual.
+    fast = isinstance(store, MemoryStore) or (
+        store.url.startswith("sqlite:///") and (":memory:" not in store.url)
+    )
+    assert counting.now == ([1, 1, 1] if fast else [])
+
+
+async def test_a_lone_caller_waits_behind_a_batch_being_written(audit: Audit) -> None:
+    gated = GatedStore(MemoryStore())
+    company = [True]
+    committer = GroupCommitter(gated, alone=lambda: not company[0])
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(committer.append, audit(call_id="first"))
+            await gated.writing.wait()  # the writer task holds "first"
+            company[0] = False
+            tg.start_soon(committer.append, audit(call_id="second"))
+            await anyio.sleep(0.05)
+            # Not written past the batch in flight: the audit keeps its order.
+            assert await gated.inner.list_audit() == []
+            gated.gate.set()
+        await committer.aclose()
+    assert [r.call_id for r in await gated.inner.list_audit()] == ["first", "second"]
+    assert gated.now == []
 
 
 async def test_a_failed_write_raises_in_every_caller_of_the_batch(audit: Audit) -> None:

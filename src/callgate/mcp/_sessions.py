@@ -61,6 +61,7 @@ class Sessions:
         self._key = key if key is not None else secrets.token_bytes(32)
         self._fixed = fixed
         self._connections: weakref.WeakKeyDictionary[Connection, str] = weakref.WeakKeyDictionary()
+        self._stateless: str | None = None
 
     def of(self, ctx: ServerRequestContext[Any, Any]) -> str:
         """The session of the request ``ctx``: never None, never the client's choice."""
@@ -70,11 +71,14 @@ class Sessions:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or not isinstance(
             connection, Connection
         ):
-            return self._derive("stateless")
-        token = self._connections.get(connection)
-        if token is None:
-            token = self._connections.setdefault(connection, secrets.token_hex(16))
-        return self._derive("connection", token)
+            if self._stateless is None:  # one principal: one stateless session, derived once
+                self._stateless = self._derive("stateless")
+            return self._stateless
+        session = self._connections.get(connection)
+        if session is None:
+            derived = self._derive("connection", secrets.token_hex(16))
+            session = self._connections.setdefault(connection, derived)
+        return session
 
     def _derive(self, *parts: str) -> str:
         who = (self._principal.tenant or "", self._principal.user)

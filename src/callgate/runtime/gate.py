@@ -126,7 +126,8 @@ class Gate:
             if self._services is not None:
                 return
             await self.store.open()
-            committer = GroupCommitter(self.store)
+            # A lone call commits its record itself; concurrent ones share commits.
+            committer = GroupCommitter(self.store, alone=lambda: self._running <= 1)
             await committer.start()
             self.runner.start()
             backlog = WriteBacklog(self.store, limit=self.limits.backlog_limit)

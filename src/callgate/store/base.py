@@ -263,7 +263,13 @@ class Store(Protocol):
 
     # audit -----------------------------------------------------------------
     async def append_audit(self, records: Sequence[AuditRecord]) -> None:
-        """Append records in one transaction; durable when this returns."""
+        """Append records in one transaction; durable when this returns.
+
+        A store may also offer ``append_audit_now(records) -> bool``: the same
+        append without yielding to the event loop, True if done (durable), False
+        if it cannot right now (nothing written). The gate's group committer uses
+        it for a lone call, which then skips the hand-off to the writer task.
+        """
 
     async def list_audit(
         self, *, tail: int | None = None, call_id: str | None = None

@@ -9,6 +9,7 @@ until its own record is durable, but N concurrent callers pay for one commit.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Sequence
 from types import TracebackType
 
 from callgate.store.base import AuditRecord, Store
@@ -33,12 +34,20 @@ class GroupCommitter:
     during shutdown is never dropped.
     """
 
-    def __init__(self, store: Store, *, max_batch: int = 500) -> None:
+    def __init__(
+        self, store: Store, *, max_batch: int = 500, alone: Callable[[], bool] | None = None
+    ) -> None:
         """Wrap ``store``; nothing starts until :meth:`start` or :meth:`append`.
 
         Args:
             store: Where the records go (it must be open while records flow).
             max_batch: Most records per transaction, which bounds its size.
+            alone: Whether no other caller is about to append (the gate: no
+                other call under way). Then, with nothing queued or being
+                written, a store that can commit without yielding
+                (``append_audit_now``: SQLite with its lock free, the
+                MemoryStore) commits in the caller's task, skipping the hand-off
+                to the writer task and back; with company, records are batched.
         """
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, not {max_batch}")
@@ -48,6 +57,8 @@ class GroupCommitter:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+        self._writing = False
+        self._alone = alone
 
     async def __aenter__(self) -> GroupCommitter:
         await self.start()
@@ -77,10 +88,26 @@ class GroupCommitter:
         if not self._ensure_writer():
             await self._store.append_audit([record])
             return
+        if (
+            self._alone is not None
+            and not self._queue
+            and not self._writing
+            and self._alone()
+            and self._append_now(record)
+        ):
+            # Nothing queued or being written: committing here keeps the order, and
+            # without a yield there is nothing to cancel halfway.
+            return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queue.append((record, waiter))
         self._wakeup.set()
         await waiter
+
+    def _append_now(self, record: AuditRecord) -> bool:
+        now: Callable[[Sequence[AuditRecord]], bool] | None = getattr(
+            self._store, "append_audit_now", None
+        )
+        return now is not None and now([record])
 
     async def aclose(self) -> None:
         """Write everything queued, then stop the writer (idempotent)."""
@@ -120,6 +147,7 @@ class GroupCommitter:
             _settle(stranded, RuntimeError("the audit writer stopped; record not written"))
 
     async def _write(self, batch: list[_Waiter]) -> None:
+        self._writing = True
         try:
             await self._store.append_audit([record for record, _ in batch])
         except Exception as exc:
@@ -129,6 +157,8 @@ class GroupCommitter:
             raise
         else:
             _settle(batch, None)
+        finally:
+            self._writing = False
 
 
 def _settle(batch: list[_Waiter], error: BaseException | None) -> None:

@@ -87,6 +87,10 @@ class MemoryStore:
     # audit -----------------------------------------------------------------
     async def append_audit(self, records: Sequence[AuditRecord]) -> None:
         await checkpoint()
+        self.append_audit_now(records)
+
+    def append_audit_now(self, records: Sequence[AuditRecord]) -> bool:
+        """Append records at once, without yielding (always possible here)."""
         # Validate the whole batch first so a bad record appends nothing.
         copies = [
             replace(
@@ -96,6 +100,7 @@ class MemoryStore:
         ]
         start = len(self._audit) + 1
         self._audit.extend(replace(r, seq=start + i) for i, r in enumerate(copies))
+        return True
 
     async def list_audit(
         self, *, tail: int | None = None, call_id: str | None = None

@@ -220,6 +220,15 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
                 await self._pg_lock(conn, "audit")
             await conn.execute(insert(audit), rows)
 
+    def append_audit_now(self, records: Sequence[AuditRecord]) -> bool:
+        """Append records in one transaction without yielding, if this store can
+        right now (SQLite, its write lock free); durable when True is returned.
+        False (nothing written) otherwise: then :meth:`append_audit`."""
+        writer = self._audit_writer
+        if writer is None or self._write_lock.locked() or not records:
+            return False
+        return writer.append_now([_audit_row(r) for r in records])
+
     async def list_audit(
         self, *, tail: int | None = None, call_id: str | None = None
     ) -> list[AuditRecord]:

@@ -85,16 +85,29 @@ class SQLiteAuditWriter:
         """
         if self._closed.is_set():
             raise RuntimeError("the audit writer is closed")
-        loop = asyncio.get_running_loop()
-        if self._inline and self._write_inline(rows):
-            self._since_checkpoint += 1
-            if self._since_checkpoint >= CHECKPOINT_EVERY:
-                self._since_checkpoint = 0
-                done = loop.run_in_executor(self._executor, self._checkpoint)
-                self._checkpoints.add(done)
-                done.add_done_callback(self._checkpoints.discard)
+        if self.append_now(rows):
             return
-        await loop.run_in_executor(self._executor, self._write, rows)
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._write, rows)
+
+    def append_now(self, rows: list[dict[str, Any]]) -> bool:
+        """Write ``rows`` in one transaction on the loop's thread, now, if the write
+        lock is free; durable when this returns True. False (nothing written) when
+        inline writes are off, the writer is closed or another writer holds the
+        lock: then use :meth:`append`. Never waits and never yields to the loop.
+
+        Raises:
+            sqlite3.Error: the write failed (nothing was written).
+        """
+        if not self._inline or self._closed.is_set() or not self._write_inline(rows):
+            return False
+        self._since_checkpoint += 1
+        if self._since_checkpoint >= CHECKPOINT_EVERY:
+            self._since_checkpoint = 0
+            loop = asyncio.get_running_loop()
+            done = loop.run_in_executor(self._executor, self._checkpoint)
+            self._checkpoints.add(done)
+            done.add_done_callback(self._checkpoints.discard)
+        return True
 
     def _parameters(self, rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         pairs = list(zip(self._names, self._processors, strict=True))
