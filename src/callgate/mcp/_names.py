@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from callgate.contract import Toolbox, ToolSpec, rename_in_schema, rename_in_text
-from callgate.runtime.gate import Gate
+from callgate.contract.naming import rename_in_schema, rename_in_text
+
+if TYPE_CHECKING:
+    from callgate.contract import Toolbox, ToolSpec
+    from callgate.runtime.gate import Gate
 
 __all__ = ["DEFAULT_SEPARATOR", "MAX_WIRE_NAME", "WireNames"]
 
