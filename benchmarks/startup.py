@@ -7,8 +7,9 @@ round, in a rotating order, so all share the machine's drift):
 - ``callgate --help``: the console script printing its help;
 - spawn to first answer, for three servers serving the same async ``echo``
   tool over Streamable HTTP (see ``_servers.py``): ``callgate serve -c
-  cfg.toml`` as the CLI starts it (SQLite store), the bare SDK ``MCPServer``
-  and FastMCP (own venv under ``.cache/``). The time runs until the first
+  cfg.toml`` as the CLI starts it (SQLite store; restarted on one database,
+  and once a round on a new one, whose schema is then made), the bare SDK
+  ``MCPServer`` and FastMCP (own venv under ``.cache/``). The time runs until the first
   ``tools/call`` is answered: a stateless 2026-07-28 request, polled every
   5 ms; a server that does not speak 2026-07-28 (FastMCP) gets a 2025-11-25
   ``initialize`` + ``notifications/initialized`` + ``tools/call`` once it
@@ -24,6 +25,7 @@ as the "before" figures, in the same rounds.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -45,13 +47,17 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> float:
     return time.perf_counter() - began
 
 
-def _ready(kind: str, env_src: str | None, log: Path) -> float:
+def _ready(kind: str, env_src: str | None, log: Path, workdir: Path | None = None) -> float:
+    """Seconds from spawning ``kind`` to its first answer; ``workdir`` keeps its
+    files (callgate's database) from one start to the next, else a new one."""
     saved = os.environ.get("PYTHONPATH")
     if env_src is not None:
         os.environ["PYTHONPATH"] = env_src
     try:
-        with tempfile.TemporaryDirectory() as tmp, _servers.start(kind, Path(tmp), log=log) as srv:
-            return srv.ready
+        with contextlib.ExitStack() as stack:
+            if workdir is None:
+                workdir = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            return stack.enter_context(_servers.start(kind, workdir, log=log)).ready
     finally:
         if env_src is not None:
             if saved is None:
@@ -60,7 +66,13 @@ def _ready(kind: str, env_src: str | None, log: Path) -> float:
                 os.environ["PYTHONPATH"] = saved
 
 
-def subjects(args: argparse.Namespace, log: Path) -> dict[str, Callable[[], float]]:
+def subjects(args: argparse.Namespace, log: Path, keep: Path) -> dict[str, Callable[[], float]]:
+    """What is timed. callgate serve restarts on one database (``keep``), as a
+    deployed server does; "new database" is its first start, migrations included."""
+    now = keep / "now"
+    before = keep / "before"
+    now.mkdir(exist_ok=True)
+    before.mkdir(exist_ok=True)
     python = sys.executable
     script = str(Path(python).with_name("callgate"))
     out: dict[str, Callable[[], float]] = {
@@ -71,9 +83,16 @@ def subjects(args: argparse.Namespace, log: Path) -> dict[str, Callable[[], floa
         before_env = dict(os.environ, PYTHONPATH=args.against)
         out["callgate --help (before)"] = lambda: _run([script, "--help"], before_env)
     out["serve: bare SDK MCPServer"] = lambda: _ready("bare", None, log)
-    out["serve: callgate serve"] = lambda: _ready("callgate", None, log)
+    out["serve: callgate serve"] = lambda: _ready("callgate", None, log, now)
     if args.against:
-        out["serve: callgate serve (before)"] = lambda: _ready("callgate", args.against, log)
+        out["serve: callgate serve (before)"] = lambda: _ready(
+            "callgate", args.against, log, before
+        )
+    out["serve: callgate serve, new database"] = lambda: _ready("callgate", None, log)
+    if args.against:
+        out["serve: callgate serve, new database (before)"] = lambda: _ready(
+            "callgate", args.against, log
+        )
     if not args.no_fastmcp:
         out["serve: FastMCP"] = lambda: _ready("fastmcp", None, log)
     return out
@@ -97,7 +116,8 @@ def main() -> None:
     log = Path(tempfile.gettempdir()) / "callgate-startup-bench.log"
     if not args.no_fastmcp:
         _servers.fastmcp_python()  # made before the clock starts, with progress on stderr
-    table = subjects(args, log)
+    keep = Path(tempfile.mkdtemp(prefix="callgate-startup-"))
+    table = subjects(args, log, keep)
     times: dict[str, list[float]] = {name: [] for name in table}
     for run in table.values():  # warm-up: file caches, .pyc files
         run()

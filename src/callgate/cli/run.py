@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from callgate.agent.messages import ModelRequest, ModelResponse
-from callgate.agent.model import Model
 from callgate.agent.providers import PROVIDERS, MissingCredentials, make_model
 from callgate.cli._common import (
     EXIT_FAILED,
@@ -47,6 +45,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from callgate.agent.loop import RunEvent, RunLimits, RunResult
+    from callgate.agent.messages import ModelRequest, ModelResponse
+    from callgate.agent.model import Model
     from callgate.contract import Principal
     from callgate.runtime.gate import Gate
 
