@@ -27,6 +27,7 @@ in fresh processes, and prints both and their ratio:
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -140,12 +141,14 @@ def one_round(functions: list[Callable[..., Any]]) -> dict[str, float]:
     principal = Principal("bench", tenant="t")
     out: dict[str, float] = {}
 
+    gc.collect()
     start = time.perf_counter()
     box = Toolbox("bench")
     for fn in functions:
         box.tool(fn)
     out["toolbox"] = time.perf_counter() - start
 
+    gc.collect()
     start = time.perf_counter()
     box = Toolbox("bench")
     for fn in functions:
@@ -153,6 +156,7 @@ def one_round(functions: list[Callable[..., Any]]) -> dict[str, float]:
     Gate([box], store="memory://")
     out["+ Gate"] = time.perf_counter() - start
 
+    gc.collect()
     start = time.perf_counter()
     box = Toolbox("bench")
     for fn in functions:
@@ -164,6 +168,7 @@ def one_round(functions: list[Callable[..., Any]]) -> dict[str, float]:
     box = Toolbox("bench")
     gate = Gate([box], store="memory://")
     build_server(gate, principal=principal)
+    gc.collect()
     start = time.perf_counter()
     for fn in functions:
         box.tool(fn)
