@@ -10,8 +10,10 @@ settings (loopback, asyncio loop, h11):
 - ``fastmcp``: FastMCP (PyPI ``fastmcp``) with the same tool, in its own venv
   under ``.cache/bench-fastmcp`` (created on first use: its pins are its own).
 
-Every tool is called ``echo`` and takes ``x: int``. Run as a script, this file
-serves ``bare`` or ``fastmcp``: ``python benchmarks/_servers.py bare PORT``.
+Every server has the tools ``echo(x: int) -> int`` and ``rows(n: int, x: int = 0) ->
+list[dict]`` (``n`` records of about 100 bytes of JSON each: large results; ``x``
+only makes calls differ, as callgate refuses a fourth identical call in a session). Run as a script,
+this file serves ``bare`` or ``fastmcp``: ``python benchmarks/_servers.py bare PORT``.
 """
 
 from __future__ import annotations
@@ -45,6 +47,19 @@ bench = Toolbox("bench", description="A trivial tool for measuring the server.")
 async def echo(x: int) -> int:
     """Return x unchanged."""
     return x
+
+
+@bench.tool(read_only=True, open_world=False)
+async def rows(n: int, x: int = 0) -> list[dict[str, object]]:
+    """Return n records (about 100 bytes of JSON each); x is ignored."""
+    return make_rows(n)
+
+
+def make_rows(n: int) -> list[dict[str, object]]:
+    return [
+        {"id": i, "name": f"record {i}", "status": "active", "amount": i * 1.5, "tags": ["a", "b"]}
+        for i in range(n)
+    ]
 '''
 
 CONFIG = """\
@@ -52,6 +67,10 @@ toolboxes = ["./bench_tools.py:bench"]
 
 [mcp]
 unprefixed = ["bench"]
+
+# Large results are not cut: every server sends the same records.
+[limits]
+max_result_tokens = 2000000
 """
 
 LATEST = "2026-07-28"
@@ -74,8 +93,13 @@ def headers(protocol: str, name: str = TOOL) -> dict[str, str]:
     return out
 
 
-def call_body(i: int, protocol: str = LATEST, name: str = TOOL) -> dict[str, object]:
-    params: dict[str, object] = {"name": name, "arguments": {"x": i}}
+def call_body(
+    i: int, protocol: str = LATEST, name: str = TOOL, arguments: dict[str, object] | None = None
+) -> dict[str, object]:
+    params: dict[str, object] = {
+        "name": name,
+        "arguments": {"x": i} if arguments is None else arguments,
+    }
     if protocol == LATEST:
         params["_meta"] = META
     return {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params}
@@ -169,10 +193,7 @@ class Running:
     """``time.perf_counter()`` just before the process was spawned."""
     ready: float
     """Seconds from spawning to the first successful ``tools/call`` answer."""
-
-    @property
-    def label(self) -> str:
-        return LABELS[self.kind]
+    label: str
 
     def cpu_seconds(self) -> float:
         """User + system CPU the server process has used so far (all its threads)."""
@@ -213,18 +234,44 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> 
         time.sleep(0.005)
 
 
+def checkout(rev: str, into: Path) -> Path:
+    """callgate's ``src`` at git revision ``rev`` (``git archive``), for a
+    before/after run in one go; the directory to put first on ``PYTHONPATH``."""
+    into.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "src"], capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into / "src"
+
+
 @contextlib.contextmanager
-def start(kind: str, workdir: Path, *, log: Path | None = None) -> Iterator[Running]:
-    """Start ``kind``, wait for its first answer, stop it on exit."""
+def start(
+    kind: str,
+    workdir: Path,
+    *,
+    log: Path | None = None,
+    src: Path | None = None,
+    label: str | None = None,
+) -> Iterator[Running]:
+    """Start ``kind``, wait for its first answer, stop it on exit.
+
+    ``src``: for ``callgate``, run the code in that directory (see :func:`checkout`)
+    instead of the installed package.
+    """
     port = free_port()
     argv = command(kind, port, workdir)
     url = f"http://127.0.0.1:{port}/mcp"
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
     errors = log.open("ab") if log is not None else subprocess.DEVNULL
     began = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=workdir, stdout=subprocess.DEVNULL, stderr=errors)
+    proc = subprocess.Popen(argv, cwd=workdir, stdout=subprocess.DEVNULL, stderr=errors, env=env)
     try:
         wait_ready(url, proc)
-        yield Running(kind, url, proc, began, time.perf_counter() - began)
+        ready = time.perf_counter() - began
+        yield Running(kind, url, proc, began, ready, label or LABELS[kind])
     finally:
         proc.terminate()
         try:
@@ -234,6 +281,14 @@ def start(kind: str, workdir: Path, *, log: Path | None = None) -> Iterator[Runn
             proc.wait()
         if log is not None and not isinstance(errors, int):
             errors.close()
+
+
+def make_rows(n: int) -> list[dict[str, object]]:
+    """The ``rows`` tool's result (the same as in TOOLS_MODULE, for the other servers)."""
+    return [
+        {"id": i, "name": f"record {i}", "status": "active", "amount": i * 1.5, "tags": ["a", "b"]}
+        for i in range(n)
+    ]
 
 
 def _serve(kind: str, port: int) -> None:
@@ -249,6 +304,11 @@ def _serve(kind: str, port: int) -> None:
             """Return x unchanged."""
             return x
 
+        @bare.tool()
+        async def rows(n: int, x: int = 0) -> list[dict[str, object]]:
+            """Return n records (about 100 bytes of JSON each); x is ignored."""
+            return make_rows(n)
+
         app = bare.streamable_http_app(host="127.0.0.1")
     else:
         from fastmcp import FastMCP  # type: ignore[import-not-found]
@@ -259,6 +319,11 @@ def _serve(kind: str, port: int) -> None:
         async def echo(x: int) -> int:
             """Return x unchanged."""
             return x
+
+        @fast.tool
+        async def rows(n: int, x: int = 0) -> list[dict[str, object]]:
+            """Return n records (about 100 bytes of JSON each); x is ignored."""
+            return make_rows(n)
 
         app = fast.http_app(path="/mcp")
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")

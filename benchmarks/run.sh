@@ -4,6 +4,8 @@
 #   bash benchmarks/run.sh            # chain overhead, validation, agent loop (~40 s)
 #   bash benchmarks/run.sh --quick    # fewer iterations: a smoke test, not figures
 #   bash benchmarks/run.sh --profile  # also where the time of a call goes
+#   bash benchmarks/run.sh --serve    # also callgate serve vs the bare SDK server and
+#                                     # FastMCP under wrk (~5 min; needs Debian's wrk)
 #
 # Uses the project's .venv (or $PYTHON). Installs what the benchmarks need and the
 # package does not: the BFCL corpus (bfcl-eval, without its many dependencies)
@@ -36,6 +38,7 @@ chain_args=()
 validation_args=()
 agent_args=()
 profile=0
+serve=0
 for arg in "$@"; do
     case "$arg" in
         --quick)
@@ -44,7 +47,8 @@ for arg in "$@"; do
             agent_args+=(--turns 5 --rounds 1)
             ;;
         --profile) profile=1 ;;
-        *) echo "unknown option $arg (use --quick, --profile)" >&2; exit 2 ;;
+        --serve) serve=1 ;;
+        *) echo "unknown option $arg (use --quick, --profile, --serve)" >&2; exit 2 ;;
     esac
 done
 
@@ -58,4 +62,12 @@ if [[ $profile == 1 ]]; then
     "$PY" benchmarks/profile_chain.py
     echo
     "$PY" benchmarks/whatif_audit.py
+fi
+if [[ $serve == 1 ]]; then
+    if ! command -v wrk >/dev/null; then
+        echo "--serve needs wrk (Debian: apt-get install wrk)" >&2
+        exit 2
+    fi
+    echo
+    "$PY" benchmarks/serve_http.py
 fi

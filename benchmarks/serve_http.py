@@ -16,6 +16,10 @@ Every response is checked: a status other than 200, or a result with
 
     python benchmarks/serve_http.py [--seconds 3] [--rounds 5] [--concurrency 1 16 64]
         [--protocol 2026-07-28 2025-11-25] [--servers callgate bare fastmcp]
+        [--before REV]
+
+``--before REV`` adds ``callgate serve`` as of git revision REV (its ``src``
+from ``git archive``), so a change is measured before and after in one run.
 """
 
 from __future__ import annotations
@@ -78,10 +82,15 @@ end
 """
 
 
-def lua_script(protocol: str, session: str | None) -> str:
-    body = json.dumps(_servers.call_body(0, protocol))
+def lua_script(protocol: str, session: str | None, rows: int = 0) -> str:
+    """wrk's script: ``tools/call`` of ``echo`` (or of ``rows`` with ``n=rows``)."""
+    if rows:
+        name, arguments = "rows", {"n": rows, "x": 0}
+    else:
+        name, arguments = _servers.TOOL, None
+    body = json.dumps(_servers.call_body(0, protocol, name, arguments))
     template = body.replace("%", "%%").replace('"id": 0', '"id": %d').replace('"x": 0', '"x": %d')
-    headers = _servers.headers(protocol)
+    headers = _servers.headers(protocol, name)
     if session:
         headers["mcp-session-id"] = session
     lines = "\n".join(f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in headers.items())
@@ -152,7 +161,7 @@ def main(args: argparse.Namespace) -> int:
     print(
         f"## tools/call over Streamable HTTP, loaded by wrk (nproc {os.cpu_count()}, "
         f"load {os.getloadavg()[0]:.2f}; {args.rounds} rounds of {args.seconds:g} s per "
-        f"server, protocol and concurrency)\n",
+        f"server, protocol and concurrency; tool: {f'rows(n={args.rows})' if args.rows else 'echo'})\n",
         flush=True,
     )
     with ExitStack() as stack:
@@ -161,15 +170,23 @@ def main(args: argparse.Namespace) -> int:
             home = workdir / kind
             home.mkdir()
             servers.append(stack.enter_context(_servers.start(kind, home, log=home / "stderr.log")))
+        if args.before:
+            home = workdir / "before"
+            src = _servers.checkout(args.before, home / "code")
+            label = f"callgate serve @{args.before}"
+            running = _servers.start(
+                "callgate", home, log=home / "stderr.log", src=src, label=label
+            )
+            servers.append(stack.enter_context(running))
         for protocol in args.protocol:
             scripts = {}
             for server in servers:
                 session = (
                     _servers.open_session(server.url) if protocol == _servers.SESSIONS else None
                 )
-                script = workdir / f"{server.kind}-{protocol}.lua"
-                script.write_text(lua_script(protocol, session))
-                scripts[server.kind] = script
+                script = workdir / f"{len(scripts)}-{protocol}.lua"
+                script.write_text(lua_script(protocol, session, args.rows))
+                scripts[server.label] = script
                 run_wrk(server.url, script, 4, 1.0)  # warm up
             for concurrency in args.concurrency:
                 for r in range(args.rounds):
@@ -177,9 +194,9 @@ def main(args: argparse.Namespace) -> int:
                     for server in turn:
                         before = server.cpu_seconds()
                         count, seconds, figures = run_wrk(
-                            server.url, scripts[server.kind], concurrency, args.seconds
+                            server.url, scripts[server.label], concurrency, args.seconds
                         )
-                        tally = tallies[(protocol, concurrency, server.kind)]
+                        tally = tallies[(protocol, concurrency, server.label)]
                         tally.cpu += server.cpu_seconds() - before
                         tally.requests += count
                         tally.seconds += seconds
@@ -187,8 +204,9 @@ def main(args: argparse.Namespace) -> int:
                         tally.p50.append(figures["p50_us"] / 1000)
                         tally.p99.append(figures["p99_us"] / 1000)
                 print(f"... {protocol} c={concurrency} done", file=sys.stderr, flush=True)
-        rss = {server.kind: server.rss_mb() for server in servers}
-    print_tables(args, tallies, rss)
+        rss = {server.label: server.rss_mb() for server in servers}
+        labels = [server.label for server in servers]
+    print_tables(args, labels, tallies, rss)
     errors = sum(t.errors for t in tallies.values())
     if errors:
         print(f"\n**{errors} responses were errors** (see the errors column)")
@@ -196,7 +214,10 @@ def main(args: argparse.Namespace) -> int:
 
 
 def print_tables(
-    args: argparse.Namespace, tallies: dict[tuple[str, int, str], Tally], rss: dict[str, float]
+    args: argparse.Namespace,
+    labels: list[str],
+    tallies: dict[tuple[str, int, str], Tally],
+    rss: dict[str, float],
 ) -> None:
     print(
         "| protocol | concurrency | server | requests/s | p50 ms | p99 ms | server CPU µs/request | errors |"
@@ -204,39 +225,42 @@ def print_tables(
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for protocol in args.protocol:
         for concurrency in args.concurrency:
-            for kind in args.servers:
-                t = tallies[(protocol, concurrency, kind)]
+            for label in labels:
+                t = tallies[(protocol, concurrency, label)]
                 print(
-                    f"| {protocol} | {concurrency} | {_servers.LABELS[kind]} | {t.rps():,.0f} | "
+                    f"| {protocol} | {concurrency} | {label} | {t.rps():,.0f} | "
                     f"{statistics.median(t.p50):.2f} | {statistics.median(t.p99):.2f} | "
                     f"{t.cpu_us():,.0f} | {t.errors} |"
                 )
     print()
     print(
-        "Server RSS at the end: "
-        + ", ".join(f"{_servers.LABELS[k]} {v:.1f} MB" for k, v in rss.items())
+        "Server RSS at the end: " + ", ".join(f"{label} {mb:.1f} MB" for label, mb in rss.items())
     )
-    if "callgate" not in args.servers or "bare" not in args.servers:
+    ours_label, bare_label = _servers.LABELS["callgate"], _servers.LABELS["bare"]
+    if ours_label not in labels or bare_label not in labels:
         return
+    others = [label for label in labels if label not in (ours_label, bare_label)]
     print()
     print(
-        "| protocol | concurrency | callgate / bare throughput | callgate / bare CPU per request | callgate / FastMCP throughput |"
+        "| protocol | concurrency | callgate / bare throughput | callgate / bare CPU per request | "
+        + " | ".join(f"callgate / {label} throughput" for label in others)
+        + " |"
     )
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: |" + " ---: |" * len(others))
     for protocol in args.protocol:
         for concurrency in args.concurrency:
-            ours = tallies[(protocol, concurrency, "callgate")]
-            bare = tallies[(protocol, concurrency, "bare")]
-            fast = tallies.get((protocol, concurrency, "fastmcp"))
+            ours = tallies[(protocol, concurrency, ours_label)]
+            bare = tallies[(protocol, concurrency, bare_label)]
             share = ours.rps() / bare.rps()
             cpu = ours.cpu_us() / bare.cpu_us()
-            vs_fast = f"{ours.rps() / fast.rps():.2f}" if fast and fast.requests else "-"
             marks = (
                 "" if share >= TARGET_SHARE else " (below 0.85)",
                 "" if cpu <= TARGET_CPU else " (above 1.2)",
             )
+            versus = [ours.rps() / tallies[(protocol, concurrency, o)].rps() for o in others]
             print(
-                f"| {protocol} | {concurrency} | {share:.2f}{marks[0]} | {cpu:.2f}{marks[1]} | {vs_fast} |"
+                f"| {protocol} | {concurrency} | {share:.2f}{marks[0]} | {cpu:.2f}{marks[1]} |"
+                + "".join(f" {v:.2f} |" for v in versus)
             )
 
 
@@ -253,5 +277,15 @@ if __name__ == "__main__":
     )
     parser.add_argument(
         "--servers", nargs="+", default=list(_servers.KINDS), choices=_servers.KINDS
+    )
+    parser.add_argument(
+        "--before", metavar="REV", help="also serve callgate as of this git revision"
+    )
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=0,
+        metavar="N",
+        help="call rows(n=N) instead of echo: N records of about 100 bytes (1000: ~92 KB)",
     )
     sys.exit(main(parser.parse_args()))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,3 +27,27 @@ def test_benchmarks_quick_run_prints_both_tables() -> None:
     assert "jsonschema-rs: is_valid" in done.stdout
     assert "agent loop, scripted model" in done.stdout
     assert "| 100 BFCL | Gemini function declarations | 100 |" in done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk (Debian package) is not installed")
+def test_the_http_serving_benchmark_loads_callgate_serve_and_the_bare_server() -> None:
+    argv = [sys.executable, str(ROOT / "benchmarks" / "serve_http.py")]
+    argv += [
+        "--seconds",
+        "1",
+        "--rounds",
+        "1",
+        "--concurrency",
+        "2",
+        "--servers",
+        "callgate",
+        "bare",
+    ]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=300, cwd=ROOT / "benchmarks", check=False
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "| 2026-07-28 | 2 | callgate serve |" in done.stdout
+    assert "| 2025-11-25 | 2 | bare SDK MCPServer |" in done.stdout
+    assert "callgate / bare throughput" in done.stdout

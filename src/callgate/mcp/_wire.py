@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +12,7 @@ from mcp.server.connection import allowed_log_levels
 
 from callgate.contract import LOG_LEVELS, Audio, Block, Content, Image, LogLevel, Text, ToolSpec
 from callgate.runtime.envelope import Envelope, Status
+from callgate.runtime.shaping import dumps
 
 RESULT_KEY = "result"
 """The property a non-object result is wrapped in (MCP structured content is an object)."""
@@ -66,9 +66,7 @@ def tool(
 
 
 def _text(value: Any) -> types.TextContent:
-    return types.TextContent(
-        text=value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    )
+    return types.TextContent(text=value if isinstance(value, str) else dumps(value))
 
 
 def _b64(data: bytes) -> str:
