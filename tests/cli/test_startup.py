@@ -41,6 +41,7 @@ def _heavy(modules: set[str]) -> list[str]:
     return sorted(name for name in HEAVY if name in modules)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [["--help"], ["serve", "--help"], ["run", "--help"], ["approvals", "--help"], ["--version"]],
@@ -58,6 +59,7 @@ def test_help_loads_neither_the_gate_nor_the_mcp_sdk(argv: list[str]) -> None:
     assert _heavy(modules) == []
 
 
+@pytest.mark.slow
 def test_importing_callgate_loads_only_what_is_used() -> None:
     assert _heavy(_modules_after("import callgate; callgate.__version__")) == []
     # Each name still arrives when asked for, from its own module.
@@ -66,6 +68,7 @@ def test_importing_callgate_loads_only_what_is_used() -> None:
     assert "mcp" not in modules
 
 
+@pytest.mark.slow
 def test_a_policy_without_conditions_loads_no_cel_engine() -> None:
     modules = _modules_after(
         """
