@@ -5,34 +5,94 @@ injected with trusted fields, authorized, classified, decided by policy,
 executed under limits, normalized into one Envelope, shaped and recorded.
 """
 
-from callgate.contract import (
-    InvalidIdentity,
-    Principal,
-    RiskTier,
-    Secret,
-    ToolAnnotations,
-    Toolbox,
-    ToolContext,
-    ToolSpec,
-    Trusted,
-    TrustedField,
-    tool,
-)
-from callgate.errors import (
-    BusinessStateError,
-    ConstructionError,
-    ErrorKind,
-    PermissionDenied,
-    ToolError,
-    TransientError,
-    UnknownOutcomeError,
-    UnrecoverableError,
-)
-from callgate.runtime.approvals import ApprovalError, Approvals
-from callgate.runtime.call import Limits
-from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status, Timing, Truncation
-from callgate.runtime.gate import Gate
-from callgate.runtime.policy import Approvers, Effect, Policy, PolicyError, Rule
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from callgate.contract import (
+        InvalidIdentity,
+        Principal,
+        RiskTier,
+        Secret,
+        ToolAnnotations,
+        Toolbox,
+        ToolContext,
+        ToolSpec,
+        Trusted,
+        TrustedField,
+        tool,
+    )
+    from callgate.errors import (
+        BusinessStateError,
+        ConstructionError,
+        ErrorKind,
+        PermissionDenied,
+        ToolError,
+        TransientError,
+        UnknownOutcomeError,
+        UnrecoverableError,
+    )
+    from callgate.runtime.approvals import ApprovalError, Approvals
+    from callgate.runtime.call import Limits
+    from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status, Timing, Truncation
+    from callgate.runtime.gate import Gate
+    from callgate.runtime.policy import Approvers, Effect, Policy, PolicyError, Rule
+
+# Each name is imported from its module on first use: ``callgate --help`` and
+# ``callgate serve`` import only what they need (the full package costs a few
+# hundred milliseconds: the store's SQLAlchemy, the MCP SDK, the CEL engine).
+_HOMES = {
+    "InvalidIdentity": "callgate.contract",
+    "Principal": "callgate.contract",
+    "RiskTier": "callgate.contract",
+    "Secret": "callgate.contract",
+    "ToolAnnotations": "callgate.contract",
+    "Toolbox": "callgate.contract",
+    "ToolContext": "callgate.contract",
+    "ToolSpec": "callgate.contract",
+    "Trusted": "callgate.contract",
+    "TrustedField": "callgate.contract",
+    "tool": "callgate.contract",
+    "BusinessStateError": "callgate.errors",
+    "ConstructionError": "callgate.errors",
+    "ErrorKind": "callgate.errors",
+    "PermissionDenied": "callgate.errors",
+    "ToolError": "callgate.errors",
+    "TransientError": "callgate.errors",
+    "UnknownOutcomeError": "callgate.errors",
+    "UnrecoverableError": "callgate.errors",
+    "ApprovalError": "callgate.runtime.approvals",
+    "Approvals": "callgate.runtime.approvals",
+    "Limits": "callgate.runtime.call",
+    "Decision": "callgate.runtime.envelope",
+    "Envelope": "callgate.runtime.envelope",
+    "ErrorInfo": "callgate.runtime.envelope",
+    "Status": "callgate.runtime.envelope",
+    "Timing": "callgate.runtime.envelope",
+    "Truncation": "callgate.runtime.envelope",
+    "Gate": "callgate.runtime.gate",
+    "Approvers": "callgate.runtime.policy",
+    "Effect": "callgate.runtime.policy",
+    "Policy": "callgate.runtime.policy",
+    "PolicyError": "callgate.runtime.policy",
+    "Rule": "callgate.runtime.policy",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'callgate' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
 
 __version__ = "0.1.0"
 

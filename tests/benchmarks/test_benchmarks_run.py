@@ -52,3 +52,36 @@ def test_the_http_serving_benchmark_loads_callgate_serve_and_the_bare_server() -
     assert "| 2026-07-28 | 2 | callgate serve |" in done.stdout
     assert "| 2025-11-25 | 2 | bare SDK MCPServer |" in done.stdout
     assert "callgate / bare throughput" in done.stdout
+
+
+@pytest.mark.slow
+def test_the_registration_benchmark_times_every_way_of_registering() -> None:
+    argv = [sys.executable, str(ROOT / "benchmarks" / "registration.py")]
+    done = subprocess.run(
+        [*argv, "--tools", "40", "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT / "benchmarks",
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    for row in ("| toolbox |", "| + Gate |", "| + build_server |", "| into a served toolbox |"):
+        assert row in done.stdout
+
+
+@pytest.mark.slow
+def test_the_startup_benchmark_times_help_and_the_first_answer() -> None:
+    argv = [sys.executable, str(ROOT / "benchmarks" / "startup.py")]
+    done = subprocess.run(
+        [*argv, "--rounds", "1", "--no-fastmcp"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT / "benchmarks",
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "| callgate --help |" in done.stdout
+    assert "| serve: callgate serve |" in done.stdout
+    assert "| serve: bare SDK MCPServer |" in done.stdout

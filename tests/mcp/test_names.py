@@ -4,7 +4,7 @@ when ambiguous or too long, and every text the model reads naming tools the same
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import anyio
 import mcp_types as types
@@ -107,6 +107,41 @@ async def test_a_name_over_64_characters_is_refused_at_start() -> None:
     assert "serve its toolbox unprefixed" in str(caught.value)
     # Served unprefixed, it fits.
     build_server(gate, principal=ALICE, unprefixed=["warehouse_inventory"])
+
+
+async def test_a_served_toolbox_that_gains_and_loses_tools_is_named_in_step() -> None:
+    # A gateway adds an upstream's tools one by one while serving; each new name
+    # is checked when it is added.
+    box = _box("a_b", "c")
+    other = _box("a")
+    gate = Gate([box, other], store="memory://")
+    server = build_server(gate, principal=ALICE, tool_separator="_")
+    with pytest.raises(ValueError, match=r"'a\.b_c' and 'a_b\.c' would both be served as 'a_b_c'"):
+        other.tool(read_only=True)(_named("b_c"))
+    other.remove("b_c")
+    for index in range(30):
+        other.tool(read_only=True)(_named(f"t{index}"))
+    box.remove("c")
+    other.tool(read_only=True)(_named("b_c"))  # the name 'a_b_c' is free again
+    with anyio.fail_after(5):
+        async with Client(server, mode="legacy") as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            result = await client.call_tool("a_b_c", {})
+    assert {n for n in names if not n.startswith("callgate_")} == {
+        "a_b_c",
+        *(f"a_t{i}" for i in range(30)),
+    }
+    assert not result.is_error
+    assert [r.tool for r in await gate.audit()][-1] == "a.b_c"
+
+
+def _named(name: str) -> Callable[[], str]:
+    def fn() -> str:
+        """Answer."""
+        return "ok"
+
+    fn.__name__ = name
+    return fn
 
 
 @pytest.mark.parametrize("separator", ["", "/", "::", "a", "_____"])

@@ -10,23 +10,71 @@ tests without a provider. See docs/agent.md.
 
 from __future__ import annotations
 
-from callgate.agent.loop import Agent, CallOutcome, RunEvent, RunLimits, RunResult, RunUsage
-from callgate.agent.messages import (
-    AssistantMessage,
-    ForcedTool,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    Text,
-    ToolCall,
-    ToolChoice,
-    ToolDef,
-    ToolResult,
-    ToolResults,
-    Usage,
-    UserMessage,
-)
-from callgate.agent.model import Model, ModelError, ScriptedModel, call, calls, reply
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from callgate.agent.loop import Agent, CallOutcome, RunEvent, RunLimits, RunResult, RunUsage
+    from callgate.agent.messages import (
+        AssistantMessage,
+        ForcedTool,
+        Message,
+        ModelRequest,
+        ModelResponse,
+        Text,
+        ToolCall,
+        ToolChoice,
+        ToolDef,
+        ToolResult,
+        ToolResults,
+        Usage,
+        UserMessage,
+    )
+    from callgate.agent.model import Model, ModelError, ScriptedModel, call, calls, reply
+
+# Imported on first use: ``callgate run --help`` needs the provider table, not
+# the loop (which brings the gate and its store).
+_HOMES = {
+    "Agent": "callgate.agent.loop",
+    "CallOutcome": "callgate.agent.loop",
+    "RunEvent": "callgate.agent.loop",
+    "RunLimits": "callgate.agent.loop",
+    "RunResult": "callgate.agent.loop",
+    "RunUsage": "callgate.agent.loop",
+    "AssistantMessage": "callgate.agent.messages",
+    "ForcedTool": "callgate.agent.messages",
+    "Message": "callgate.agent.messages",
+    "ModelRequest": "callgate.agent.messages",
+    "ModelResponse": "callgate.agent.messages",
+    "Text": "callgate.agent.messages",
+    "ToolCall": "callgate.agent.messages",
+    "ToolChoice": "callgate.agent.messages",
+    "ToolDef": "callgate.agent.messages",
+    "ToolResult": "callgate.agent.messages",
+    "ToolResults": "callgate.agent.messages",
+    "Usage": "callgate.agent.messages",
+    "UserMessage": "callgate.agent.messages",
+    "Model": "callgate.agent.model",
+    "ModelError": "callgate.agent.model",
+    "ScriptedModel": "callgate.agent.model",
+    "call": "callgate.agent.model",
+    "calls": "callgate.agent.model",
+    "reply": "callgate.agent.model",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'callgate.agent' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
 
 __all__ = [
     "Agent",

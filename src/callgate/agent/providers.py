@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from callgate.agent.model import Model
+if TYPE_CHECKING:
+    from callgate.agent.model import Model
 
 __all__ = ["PROVIDERS", "MissingCredentials", "Provider", "make_model"]
 

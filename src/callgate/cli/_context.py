@@ -16,17 +16,16 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import platformdirs
 import typer
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
 from callgate.cli._common import safe_url, split_list
-from callgate.config import GateConfig, default_config, load_config
-from callgate.contract import Principal
-from callgate.runtime.gate import Gate
+
+if TYPE_CHECKING:
+    from callgate.config import GateConfig
+    from callgate.contract import Principal
+    from callgate.runtime.gate import Gate
 
 DEMO_TENANT = "acme"
 """The tenant of the local principal when the demo tools are served."""
@@ -59,6 +58,8 @@ def load(ctx: typer.Context, config: Path | None, *, demo_default: bool = True) 
     Raises:
         ConfigError: the file cannot be used.
     """
+    from callgate.config import GateConfig, default_config, load_config
+
     path = config_path(ctx, config)
     if path is not None:
         return load_config(path)
@@ -78,6 +79,10 @@ def demo_state_file(store_url: str) -> Path | None:
     in-memory store none (its approvals die with the process, so should the
     demo's data).
     """
+    import platformdirs
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     if store_url in ("memory:", "memory://"):
         return None
     try:
@@ -181,6 +186,8 @@ def local_principal(
         InvalidIdentity: a value is no identity (empty, control characters);
             ``cli_errors`` shows it in one line.
     """
+    from callgate.contract import Principal
+
     defaults = config.principal
     scope_list = (
         split_list(scopes)

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from callgate import __version__
-from callgate.cli import render
 from callgate.cli._common import (
     JsonOption,
     StoreOnlyConfigOption,
@@ -37,15 +36,17 @@ from callgate.cli._context import (
 )
 from callgate.cli._help import HelpGroup
 from callgate.cli.approvals import approvals_app
-from callgate.cli.audit_view import records_json, summarize
 from callgate.cli.call import call
-from callgate.cli.demo_tour import run_tour
 from callgate.cli.run import run
 from callgate.cli.serve import serve
 from callgate.cli.tools import tools
-from callgate.config import default_config
-from callgate.runtime.gate import Gate
-from callgate.store import AuditRecord
+
+if TYPE_CHECKING:
+    from callgate.runtime.gate import Gate
+    from callgate.store import AuditRecord
+
+# Each command imports what it works with when it runs (see cli/_common.py):
+# ``callgate --help`` loads typer and these modules, not the gate.
 
 __all__ = ["DEMO_STATE_ENV", "app", "demo_state_file", "main"]
 
@@ -109,6 +110,9 @@ def audit(
     "unknown (no outcome recorded)"; with --json such intent records carry
     "outcome_unknown": true.
     """
+    from callgate.cli import render
+    from callgate.cli.audit_view import records_json, summarize
+
     with cli_errors():
         cfg = load(ctx, config, demo_default=False)
         gate = dataclasses.replace(cfg, toolboxes=(), secrets={}).build_gate(
@@ -149,6 +153,9 @@ async def _audit(gate: Gate, *, tail: int | None, call_id: str | None) -> list[A
 @app.command()
 def demo(ctx: typer.Context, store: StoreOption = None) -> None:
     """A scripted tour of the governed chain against the demo tools (non-interactive)."""
+    from callgate.cli.demo_tour import run_tour
+    from callgate.config import default_config
+
     with cli_errors():
         cfg = default_config()
         url = cfg.store_url(store_option(ctx, store))

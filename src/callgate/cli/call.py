@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from callgate.cli import render
 from callgate.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -34,20 +33,21 @@ from callgate.cli._context import (
     local_principal,
     store_option,
 )
-from callgate.cli.audit_view import dropped_fields
-from callgate.contract import Principal
-from callgate.runtime.envelope import Envelope, Status
-from callgate.runtime.gate import Gate
-from callgate.store import AuditRecord
+
+if TYPE_CHECKING:
+    from callgate.contract import Principal
+    from callgate.runtime.envelope import Envelope
+    from callgate.runtime.gate import Gate
+    from callgate.store import AuditRecord
 
 EXIT_CODES = {
-    Status.OK: EXIT_OK,
-    Status.TASK: EXIT_OK,
-    Status.ERROR: EXIT_FAILED,
-    Status.PENDING_APPROVAL: EXIT_WAITING,
-    Status.PENDING_INPUT: EXIT_WAITING,
+    "ok": EXIT_OK,
+    "task": EXIT_OK,
+    "error": EXIT_FAILED,
+    "pending_approval": EXIT_WAITING,
+    "pending_input": EXIT_WAITING,
 }
-"""The exit code of ``callgate call`` for each Envelope status."""
+"""The exit code of ``callgate call`` for each Envelope status (``Status`` values)."""
 
 
 def call(
@@ -149,8 +149,11 @@ def call(
     if as_json:
         print_json(envelope.model_dump(mode="json"))
     else:
+        from callgate.cli import render
+        from callgate.cli.audit_view import dropped_fields
+
         render.render_envelope(console(), envelope, dropped_fields=dropped_fields(records))
-    raise typer.Exit(EXIT_CODES.get(envelope.status, EXIT_FAILED))
+    raise typer.Exit(EXIT_CODES.get(envelope.status.value, EXIT_FAILED))
 
 
 async def _call(

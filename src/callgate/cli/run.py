@@ -11,15 +11,10 @@ import asyncio
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
-from callgate.agent.loop import Agent, RunEvent, RunLimits, RunResult
-from callgate.agent.messages import ModelRequest, ModelResponse
-from callgate.agent.model import Model
 from callgate.agent.providers import PROVIDERS, MissingCredentials, make_model
 from callgate.cli._common import (
     EXIT_FAILED,
@@ -45,8 +40,15 @@ from callgate.cli._context import (
     local_principal,
     store_option,
 )
-from callgate.contract import Principal
-from callgate.runtime.gate import Gate
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from callgate.agent.loop import RunEvent, RunLimits, RunResult
+    from callgate.agent.messages import ModelRequest, ModelResponse
+    from callgate.agent.model import Model
+    from callgate.contract import Principal
+    from callgate.runtime.gate import Gate
 
 EXIT_CODES = {
     "completed": EXIT_OK,
@@ -69,6 +71,8 @@ class _Printer:
         self.out = out
 
     def __call__(self, event: RunEvent) -> None:
+        from rich.text import Text
+
         out = self.out
         if event.kind == "text":
             out.print(Text("model  ", style="bold cyan") + Text(event.text))
@@ -110,6 +114,8 @@ class _Waiting:
 
 
 def _summary(out: Console, result: RunResult) -> None:
+    from rich.text import Text
+
     usage = result.usage
     out.print(Text("\nanswer ", style="bold") + Text(result.output or "(none)"))
     out.print(
@@ -233,6 +239,10 @@ def run(
     1 it failed or a limit stopped it, 3 it waits for an approval (then
     --resume RUN_ID), 2 the CLI could not run.
     """
+    from rich.console import Console
+
+    from callgate.agent.loop import RunLimits
+
     with cli_errors():
         if (prompt is None) == (resume is None):
             raise CliError("give a PROMPT, or --resume RUN_ID (not both)")
@@ -321,6 +331,8 @@ async def _run(
     on_event: Any,
     progress: Console,
 ) -> RunResult:
+    from callgate.agent.loop import Agent
+
     async with opened(gate):
         if resume is not None and (provider is None or model is None):
             stored_provider, stored_model = await _stored_model(gate, resume)

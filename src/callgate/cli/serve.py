@@ -11,12 +11,9 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-import uvicorn
-from mcp.server import Server
-from uvicorn.server import HANDLED_SIGNALS
 
 from callgate.cli._common import CliError, StoreOption, cli_errors, opened
 from callgate.cli._context import (
@@ -32,20 +29,19 @@ from callgate.cli._context import (
     startup_summary,
     store_option,
 )
-from callgate.mcp import (
-    DEFAULT_BODY_TIMEOUT,
-    DEFAULT_SEPARATOR,
-    LOOPBACK_HOSTS,
-    MCP_PATH,
-    build_server,
-    run_stdio,
-    streamable_http_app,
-    tasks,
-)
-from callgate.runtime.gate import Gate
+from callgate.mcp._names import DEFAULT_SEPARATOR
+
+if TYPE_CHECKING:
+    import uvicorn
+    from mcp.server import Server
+
+    from callgate.runtime.gate import Gate
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+DEFAULT_BODY_TIMEOUT = 30.0
+"""``callgate.mcp.DEFAULT_BODY_TIMEOUT``, restated so that ``callgate --help``
+need not import the MCP SDK (a test holds the two equal)."""
 
 
 def serve(
@@ -109,6 +105,8 @@ def serve(
 
     Tools are named toolbox__tool (host-safe); each log event is one line.
     """
+    from callgate.mcp import LOOPBACK_HOSTS, build_server
+
     with cli_errors():
         cfg = load(ctx, config)
         serves_demo = config_path(ctx, config) is None
@@ -154,6 +152,8 @@ def serve(
 
 
 async def _serve_stdio(gate: Gate, server: Server[Any]) -> None:
+    from callgate.mcp import run_stdio
+
     async with opened(gate):
         try:
             await run_stdio(server)
@@ -164,29 +164,11 @@ async def _serve_stdio(gate: Gate, server: Server[Any]) -> None:
 async def _stop_tasks(server: Server[Any]) -> None:
     """Stop background task calls before the gate closes (they are then recorded as
     outcome unknown, and read as failed once a server starts over the same store)."""
+    from callgate.mcp import tasks
+
     runner = tasks.runner_of(server)
     if runner is not None:
         await runner.aclose()
-
-
-class _Uvicorn(uvicorn.Server):
-    """uvicorn, except that a caught SIGINT/SIGTERM is not raised again on the way out.
-
-    uvicorn re-raises the signal when ``serve`` returns, which would kill the
-    process before the gate is closed and lose the audit records still queued.
-    """
-
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in HANDLED_SIGNALS}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
 
 
 class _OneLine(logging.Formatter):
@@ -242,6 +224,28 @@ def listen(host: str, port: int) -> socket.socket:
 
 def serving(app: Any) -> uvicorn.Server:
     """The uvicorn server ``callgate serve`` runs ``app`` with (on sockets from ``listen``)."""
+    import uvicorn
+    from uvicorn.server import HANDLED_SIGNALS
+
+    class _Uvicorn(uvicorn.Server):
+        """uvicorn, except that a caught SIGINT/SIGTERM is not raised again on the way out.
+
+        uvicorn re-raises the signal when ``serve`` returns, which would kill the
+        process before the gate is closed and lose the audit records still queued.
+        """
+
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in HANDLED_SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
     # log_config=None: uvicorn's loggers go through the one-line handler too.
     return _Uvicorn(uvicorn.Config(app, log_level="warning", lifespan="on", log_config=None))
 
@@ -249,6 +253,8 @@ def serving(app: Any) -> uvicorn.Server:
 async def _serve_http(
     gate: Gate, mcp_server: Server[Any], *, host: str, port: int, body_timeout: float
 ) -> None:
+    from callgate.mcp import MCP_PATH, streamable_http_app
+
     app = streamable_http_app(mcp_server, host=host, body_timeout=body_timeout)
     try:
         # Bound here, not by uvicorn, so the URL (with the real port for --port 0)

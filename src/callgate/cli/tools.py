@@ -6,10 +6,8 @@ from typing import Annotated
 
 import typer
 
-from callgate.cli import render
 from callgate.cli._common import JsonOption, StoreOption, cli_errors, console, print_json
 from callgate.cli._context import ConfigOption, load
-from callgate.runtime.trifecta import static_check
 
 
 def tools(
@@ -39,6 +37,9 @@ def tools(
     schema and the full description included. Listing tools opens no store:
     --store is accepted like every command's, and not read.
     """
+    from callgate.cli import render
+    from callgate.runtime.trifecta import static_check
+
     del store  # listing needs no store; an in-memory one keeps the real one untouched
     with cli_errors():
         gate = load(ctx, config).build_gate("memory://")

@@ -10,6 +10,7 @@ import inspect
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 import jsonschema_rs
@@ -17,6 +18,8 @@ import pydantic
 from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
+from callgate.contract import _fast_schema
+from callgate.contract._hints import type_hints
 from callgate.contract.annotations import RiskTier, ToolAnnotations
 from callgate.contract.content import Content
 from callgate.contract.context import ToolContext, TrustedField
@@ -26,18 +29,49 @@ from callgate.contract.schema import clean_schema, closed_objects, without_requi
 from callgate.contract.spec import ConciseView, ToolSpec
 
 RESPONSE_FORMAT = "response_format"
+_RESPONSE_FORMAT_DOC = (
+    "'concise' (default) returns the fields most calls need; "
+    "'detailed' returns everything, at a higher token cost."
+)
 
 
 @dataclass(kw_only=True, frozen=True)
 class FunctionHandler:
-    """Runs a Python function with validated arguments and injected values."""
+    """Runs a Python function with validated arguments and injected values.
+
+    The pydantic model of the arguments and the adapter of the return value
+    are built on first use: registering a tool writes its schemas without them
+    (see :mod:`callgate.contract._fast_schema`), and most of a gateway's tools
+    are never called in a given process.
+    """
 
     fn: Callable[..., Any]
-    args_model: type[pydantic.BaseModel]
+    arguments: tuple[tuple[str, Any, Any, str | None], ...]
+    """The model-filled parameters in order: name, annotation, default
+    (``PydanticUndefined`` for none) and the docstring's description."""
     context_param: str | None
     accepts_response_format: bool
-    return_adapter: TypeAdapter[Any] | None
+    returns: Any = None
+    """The return annotation when results have an output schema, else None."""
     is_async: bool
+
+    @cached_property
+    def args_model(self) -> type[pydantic.BaseModel]:
+        """The pydantic model the arguments are coerced with."""
+        fields: dict[str, Any] = {
+            name: (annotation, _field(default, description))
+            for name, annotation, default, description in self.arguments
+        }
+        return pydantic.create_model(
+            f"{self.fn.__name__}_arguments",
+            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+            **fields,
+        )
+
+    @cached_property
+    def return_adapter(self) -> TypeAdapter[Any] | None:
+        """What serializes results as the declared return type does."""
+        return None if self.returns is None else TypeAdapter(self.returns)
 
     def prepare(self, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Coerce JSON arguments into the function's Python types.
@@ -88,11 +122,23 @@ def _is_context(annotation: Any) -> bool:
     return annotation is ToolContext
 
 
-def _return_adapter(annotation: Any) -> TypeAdapter[Any] | None:
+def _returns(annotation: Any) -> Any:
+    """The return annotation that gives results an output schema, or None."""
     # Content is sent as content blocks, not as structured data: no output schema.
-    if annotation in (inspect.Signature.empty, None, type(None), Any, Content):
+    if any(annotation is none for none in _NO_OUTPUT):
         return None
-    return TypeAdapter(annotation)
+    return annotation
+
+
+_NO_OUTPUT = (inspect.Signature.empty, None, type(None), Any, Content)
+
+
+def _field(default: Any, description: str | None) -> Any:
+    # Only pass a docstring description: None would erase one given by
+    # ``Annotated[..., Field(description=...)]``.
+    if description is None:
+        return Field(default=default)
+    return Field(default=default, description=description)
 
 
 def spec_from_function(
@@ -125,17 +171,21 @@ def spec_from_function(
     """
     local = name or fn.__name__
     full_name = qualify(toolbox, local)
-    doc_text, arg_docs = parse_docstring(inspect.getdoc(fn))
+    # parse_docstring cleans the text as inspect.getdoc would (which looks
+    # further only when there is no __doc__).
+    doc_text, arg_docs = parse_docstring(
+        fn.__doc__ if isinstance(fn.__doc__, str) else inspect.getdoc(fn)
+    )
     signature = inspect.signature(fn)
     try:
-        hints = typing.get_type_hints(fn, include_extras=True)
+        hints = type_hints(fn)
     except NameError as exc:
         raise TypeError(
             f"tool {full_name!r}: a type hint cannot be resolved ({exc}); define the types "
             "it uses at module level"
         ) from exc
 
-    fields: dict[str, Any] = {}
+    fields: dict[str, tuple[Any, Any, str | None]] = {}
     trusted: dict[str, TrustedField] = {}
     context_param: str | None = None
     for param in signature.parameters.values():
@@ -152,49 +202,30 @@ def spec_from_function(
             trusted[param.name] = marker
             continue
         default = PydanticUndefined if param.default is param.empty else param.default
-        # Only pass a docstring description: None would erase one given by
-        # ``Annotated[..., Field(description=...)]``.
-        doc = arg_docs.get(param.name)
-        field_info = Field(default=default, description=doc) if doc else Field(default=default)
-        fields[param.name] = (annotation, field_info)
+        fields[param.name] = (annotation, default, arg_docs.get(param.name) or None)
 
     concise_view = _concise_view(concise)
     accepts_response_format = RESPONSE_FORMAT in fields
     if concise_view is not None and not accepts_response_format:
-        fields[RESPONSE_FORMAT] = (
-            Literal["concise", "detailed"],
-            Field(
-                default="concise",
-                description=(
-                    "'concise' (default) returns the fields most calls need; "
-                    "'detailed' returns everything, at a higher token cost."
-                ),
-            ),
-        )
+        fields[RESPONSE_FORMAT] = (Literal["concise", "detailed"], "concise", _RESPONSE_FORMAT_DOC)
 
-    args_model = pydantic.create_model(
-        f"{fn.__name__}_arguments",
-        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
-        **fields,
+    handler = FunctionHandler(
+        fn=fn,
+        arguments=tuple((name, *field) for name, field in fields.items()),
+        context_param=context_param,
+        accepts_response_format=accepts_response_format,
+        returns=_returns(hints.get("return", inspect.Signature.empty)),
+        is_async=inspect.iscoroutinefunction(fn),
     )
-    input_schema = closed_objects(clean_schema(args_model.model_json_schema()))
-    return_adapter = _return_adapter(hints.get("return", inspect.Signature.empty))
-    output_schema = (
-        clean_schema(return_adapter.json_schema(mode="serialization"))
-        if return_adapter is not None
-        else None
-    )
+    try:
+        input_schema = _fast_schema.input_schema(fields)
+    except _fast_schema.Unsupported:
+        # pydantic describes the rest, or raises now for what it cannot describe.
+        input_schema = closed_objects(clean_schema(handler.args_model.model_json_schema()))
+    output_schema = _output_schema(handler)
     if output_schema is not None and concise_view is not None:
         # The concise view leaves fields out: both forms must satisfy the schema.
         output_schema = without_required(output_schema)
-    handler = FunctionHandler(
-        fn=fn,
-        args_model=args_model,
-        context_param=context_param,
-        accepts_response_format=accepts_response_format,
-        return_adapter=return_adapter,
-        is_async=inspect.iscoroutinefunction(fn),
-    )
     _check_examples(full_name, input_schema, input_examples)
     return ToolSpec(
         name=full_name,
@@ -221,6 +252,17 @@ def spec_from_function(
         private_data=private_data,
         tags=frozenset(tags),
     )
+
+
+def _output_schema(handler: FunctionHandler) -> dict[str, Any] | None:
+    if handler.returns is None:
+        return None
+    try:
+        return _fast_schema.output_schema(handler.returns)
+    except _fast_schema.Unsupported:
+        adapter = handler.return_adapter
+        assert adapter is not None
+        return clean_schema(adapter.json_schema(mode="serialization"))
 
 
 def _check_examples(

@@ -1,16 +1,50 @@
 """Serve callgate's governed tools over MCP (the official ``mcp`` SDK)."""
 
-from callgate.mcp._events import MemoryEventStore
-from callgate.mcp._http import DEFAULT_BODY_TIMEOUT
-from callgate.mcp._names import DEFAULT_SEPARATOR
-from callgate.mcp.server import (
-    LOOPBACK_HOSTS,
-    MCP_PATH,
-    build_server,
-    default_principal,
-    run_stdio,
-    streamable_http_app,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from callgate.mcp._events import MemoryEventStore
+    from callgate.mcp._http import DEFAULT_BODY_TIMEOUT
+    from callgate.mcp._names import DEFAULT_SEPARATOR
+    from callgate.mcp.server import (
+        LOOPBACK_HOSTS,
+        MCP_PATH,
+        build_server,
+        default_principal,
+        run_stdio,
+        streamable_http_app,
+    )
+
+# Imported on first use: ``callgate --help`` reads the defaults of ``serve``
+# (from ``_names``) without the MCP SDK.
+_HOMES = {
+    "MemoryEventStore": "callgate.mcp._events",
+    "DEFAULT_BODY_TIMEOUT": "callgate.mcp._http",
+    "DEFAULT_SEPARATOR": "callgate.mcp._names",
+    "LOOPBACK_HOSTS": "callgate.mcp.server",
+    "MCP_PATH": "callgate.mcp.server",
+    "build_server": "callgate.mcp.server",
+    "default_principal": "callgate.mcp.server",
+    "run_stdio": "callgate.mcp.server",
+    "streamable_http_app": "callgate.mcp.server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'callgate.mcp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT",

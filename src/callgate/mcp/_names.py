@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from callgate.contract import ToolSpec, rename_in_schema, rename_in_text
-from callgate.runtime.gate import Gate
+from callgate.contract.naming import rename_in_schema, rename_in_text
+
+if TYPE_CHECKING:
+    from callgate.contract import Toolbox, ToolSpec
+    from callgate.runtime.gate import Gate
 
 __all__ = ["DEFAULT_SEPARATOR", "MAX_WIRE_NAME", "WireNames"]
 
@@ -36,11 +39,19 @@ _HOST_SAFE = re.compile(r"[A-Za-z0-9_-]+")
 _DOTTED = re.compile(r"[A-Za-z0-9_.-]+")
 
 
+def _clash(first: str, second: str, name: str) -> ValueError:
+    return ValueError(
+        f"tools {first!r} and {second!r} would both be served as {name!r}; "
+        "choose another tool separator (--tool-separator) or rename one of them"
+    )
+
+
 class WireNames:
     """The names one server shows for the gate's tools, and the way back.
 
     Implements :class:`callgate.contract.ToolNames`, so the chain's texts name
-    tools as the client sees them. Recomputed when a toolbox changes.
+    tools as the client sees them. Kept in step when a toolbox changes: the
+    names of the tools it gained are checked and added, those it lost dropped.
 
     Args:
         gate: whose tools are named.
@@ -68,38 +79,75 @@ class WireNames:
             raise ValueError(f"no toolbox named {sorted(unknown)} to serve unprefixed")
         self._wire: dict[str, str] = {}
         self._full: dict[str, str] = {}
+        self._boxes: dict[str, dict[str, str]] = {}
+        """Per toolbox: its tools' full names and wire names."""
         self._refresh()
         for box in gate.registry.toolboxes:
-            box.on_change(lambda _box: self._refresh())
+            box.on_change(self._box_changed)
 
     def _name(self, spec: ToolSpec) -> str:
         if spec.toolbox in self._unprefixed:
-            return spec.local_name
-        return f"{spec.toolbox}{self.separator}{spec.local_name}"
+            name = spec.local_name
+        else:
+            name = f"{spec.toolbox}{self.separator}{spec.local_name}"
+        if len(name) > MAX_WIRE_NAME:
+            raise ValueError(
+                f"tool {spec.name!r} would be served as {name!r}, {len(name)} characters; "
+                f"hosts accept at most {MAX_WIRE_NAME}: shorten the toolbox or tool name, "
+                "or serve its toolbox unprefixed"
+            )
+        allowed = _DOTTED if "." in self.separator else _HOST_SAFE
+        if not allowed.fullmatch(name):  # pragma: no cover - the contract's rules forbid it
+            raise ValueError(f"tool {spec.name!r} cannot be served as {name!r}")
+        return name
 
     def _refresh(self) -> None:
-        allowed = _DOTTED if "." in self.separator else _HOST_SAFE
         wire: dict[str, str] = {}
         full: dict[str, str] = {}
+        boxes: dict[str, dict[str, str]] = {}
         for spec in self._gate.tools():
             name = self._name(spec)
-            if len(name) > MAX_WIRE_NAME:
-                raise ValueError(
-                    f"tool {spec.name!r} would be served as {name!r}, {len(name)} characters; "
-                    f"hosts accept at most {MAX_WIRE_NAME}: shorten the toolbox or tool name, "
-                    "or serve its toolbox unprefixed"
-                )
-            if not allowed.fullmatch(name):  # pragma: no cover - the contract's rules forbid it
-                raise ValueError(f"tool {spec.name!r} cannot be served as {name!r}")
             other = full.get(name)
             if other is not None:
-                raise ValueError(
-                    f"tools {other!r} and {spec.name!r} would both be served as {name!r}; "
-                    "choose another tool separator (--tool-separator) or rename one of them"
-                )
+                raise _clash(other, spec.name, name)
             wire[spec.name] = name
             full[name] = spec.name
-        self._wire, self._full = wire, full
+            boxes.setdefault(spec.toolbox, {})[spec.name] = name
+        self._wire, self._full, self._boxes = wire, full, boxes
+
+    def _box_changed(self, box: Toolbox) -> None:
+        """Name the tools ``box`` gained and forget those it lost, checking only
+        the new names: a toolbox filled one tool at a time costs one name a tool.
+
+        Raises:
+            ValueError: a new tool's name is too long or taken (nothing changes).
+        """
+        specs = box.by_name
+        mine = self._boxes.setdefault(box.name, {})
+        last = next(reversed(specs), None)
+        if len(specs) == len(mine) + 1 and last is not None and last not in mine:
+            # One tool was added (the newest key), the usual change: no diff.
+            gone: set[str] = set()
+            new = {last}
+        else:
+            gone = mine.keys() - specs.keys()
+            new = specs.keys() - mine.keys()
+        added: dict[str, str] = {}
+        for full in sorted(new):
+            name = self._name(specs[full])
+            other = added.get(name) or self._full.get(name)
+            if other is not None and other not in gone:
+                first, second = sorted((other, full))
+                raise _clash(first, second, name)
+            added[name] = full
+        for full in gone:
+            name = mine.pop(full)
+            del self._wire[full]
+            if self._full.get(name) == full:
+                del self._full[name]
+        for name, full in added.items():
+            mine[full] = self._wire[full] = name
+            self._full[name] = full
 
     def shown(self, name: str) -> str:
         """The wire name of the full tool name ``name`` (unchanged if it is no tool)."""

@@ -12,9 +12,17 @@ class DuplicateToolbox(ValueError):
 
 
 class Registry:
+    """The gate's tools by full name.
+
+    The table is rebuilt on the first lookup after a toolbox changed, not on
+    every change: a gateway adding an upstream's thousand tools one by one
+    would otherwise rebuild it a thousand times.
+    """
+
     def __init__(self, toolboxes: Iterable[Toolbox] = ()) -> None:
         self._toolboxes: dict[str, Toolbox] = {}
         self._specs: dict[str, ToolSpec] = {}
+        self._stale = False
         for box in toolboxes:
             self.add(box)
 
@@ -27,18 +35,28 @@ class Registry:
         if box.name in self._toolboxes:
             raise DuplicateToolbox(f"a toolbox named {box.name!r} is already registered")
         self._toolboxes[box.name] = box
-        box.on_change(lambda _box: self._rebuild())
-        self._rebuild()
+        box.on_change(self._changed)
+        self._stale = True
 
-    def _rebuild(self) -> None:
-        self._specs = {spec.name: spec for box in self._toolboxes.values() for spec in box}
+    def _changed(self, _box: Toolbox) -> None:
+        self._stale = True
+
+    def _current(self) -> dict[str, ToolSpec]:
+        if self._stale:
+            # Cleared first: a change while the table is built marks it stale again.
+            self._stale = False
+            self._specs = {
+                spec.name: spec for box in self._toolboxes.values() for spec in box.by_name.values()
+            }
+        return self._specs
 
     def get(self, name: str) -> ToolSpec | None:
-        return self._specs.get(name)
+        return self._current().get(name)
 
     def specs(self, principal: Principal | None = None) -> list[ToolSpec]:
         """All tools in name order; with a principal, only those its scopes allow."""
-        out = [self._specs[name] for name in sorted(self._specs)]
+        specs = self._current()
+        out = [specs[name] for name in sorted(specs)]
         if principal is not None:
             out = [
                 spec
