@@ -104,6 +104,8 @@ async def test_call_ok_returns_structured_content_and_json_text(client: Client, 
     # The tenant comes from the principal, never from the model.
     assert result.structured_content == {"id": "O-1", "tenant": "acme", "lines": 3}
     assert json.loads(_text(result)) == result.structured_content
+    # Compact JSON: no token spent on spaces between keys and values.
+    assert _text(result) == '{"id":"O-1","tenant":"acme","lines":3}'
     records = await gate.audit()
     assert [r.tool for r in records] == ["shop.order_get"]
 

@@ -152,3 +152,15 @@ async def test_text_the_fast_encoder_refuses_is_still_cut() -> None:
     assert env.ok and env.truncated is not None and env.truncated.total == 1003
     assert env.payload.startswith('"\ud800zzz')
     assert store.kept[0].content == "\ud800" + "z" * 1000
+
+
+def test_an_envelope_serializes_its_payload_once_and_never_shows_another_payloads_text() -> None:
+    from callgate.runtime.envelope import Envelope, Status
+
+    payload = {"name": "Zoë", "n": [1, 2]}
+    envelope = Envelope(tool="t", call_id="c", trace_id="t", status=Status.OK, payload=payload)
+    assert envelope.payload_json() == '{"name":"Zoë","n":[1,2]}'
+    measured = envelope.with_payload_json('{"name":"Zoë","n":[1,2]}')
+    assert measured.payload_json() is measured.payload_json()
+    # A copy with another payload serializes its own.
+    assert measured.model_copy(update={"payload": [3]}).payload_json() == "[3]"

@@ -120,7 +120,8 @@ def call_result(envelope: Envelope, spec: ToolSpec | None) -> types.CallToolResu
                 content_blocks.append(_text(envelope.truncated.notice))
             return types.CallToolResult(content=content_blocks, _meta=meta)
         payload = envelope.payload
-        content: list[types.ContentBlock] = [_text(payload)]
+        text = payload if isinstance(payload, str) else envelope.payload_json()
+        content: list[types.ContentBlock] = [types.TextContent(text=text)]
         structured: Any = None
         if spec is not None and spec.output_schema is not None:
             structured = payload if is_object_schema(spec.output_schema) else {RESULT_KEY: payload}

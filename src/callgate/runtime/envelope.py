@@ -6,9 +6,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from callgate.errors import ErrorKind
+from callgate.runtime.shaping import dumps
 
 
 class Status(StrEnum):
@@ -86,9 +87,30 @@ class Envelope(BaseModel):
     """True when this Envelope was stored earlier and returned again for the
     same idempotency key (the tool did not run again)."""
 
+    # (payload, its JSON text) once measured by the shape stage: the wire reuses
+    # the text. Kept with the payload object itself, so a copy with another
+    # payload never shows this one's text.
+    _payload_text: tuple[Any, str] | None = PrivateAttr(default=None)
+
     @property
     def ok(self) -> bool:
         return self.status is Status.OK
+
+    def payload_json(self) -> str:
+        """The payload as compact JSON text (see :func:`callgate.runtime.shaping.dumps`),
+        serialized at most once per Envelope."""
+        cached = self._payload_text
+        if cached is not None and cached[0] is self.payload:
+            return cached[1]
+        text = dumps(self.payload)
+        self._payload_text = (self.payload, text)
+        return text
+
+    def with_payload_json(self, text: str) -> Envelope:
+        """This Envelope, knowing ``text`` is its payload's JSON (from :meth:`payload_json`'s
+        encoder): the shape stage hands over the text it measured."""
+        self._payload_text = (self.payload, text)
+        return self
 
     def for_model(self) -> dict[str, Any]:
         """The compact JSON an agent loop sends back to the model."""

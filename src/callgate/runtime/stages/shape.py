@@ -42,8 +42,8 @@ async def shape(call: Call) -> Envelope | None:
         call.payload = None  # not kept for the rest of the call either
         return _too_large(call, size)
     pg = first_page(call.payload, budget, text=text)
-    if pg is None:
-        return call.envelope(Status.OK, payload=call.payload)
+    if pg is None:  # shown whole: the wire sends the text measured here
+        return call.envelope(Status.OK, payload=call.payload).with_payload_json(text)
     ref = "res_" + secrets.token_urlsafe(16)
     now = datetime.now(UTC)
     await call.services.store.put_result(
