@@ -199,18 +199,3 @@ async def test_audit_appends_wait_for_another_writer_off_the_event_loop(
                 tg.cancel_scope.cancel()
         records = await store.list_audit()
     assert [r.call_id for r in records] == ["before", "while-locked"]
-
-
-@pytest.mark.anyio
-async def test_many_inline_appends_are_checkpointed_and_readable(
-    tmp_path: Path, audit: Audit, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from callgate.store import sqlite_writer
-
-    monkeypatch.setattr(sqlite_writer, "CHECKPOINT_EVERY", 10)
-    store = SQLStore(f"sqlite:///{tmp_path / 'many.db'}")
-    async with store:
-        for i in range(55):
-            await store.append_audit([audit(call_id=f"c{i}")])
-        records = await store.list_audit()
-    assert [r.call_id for r in records] == [f"c{i}" for i in range(55)]

@@ -23,6 +23,7 @@ from sqlalchemy import (
     TypeDecorator,
     case,
     delete,
+    event,
     func,
     insert,
     select,
@@ -32,6 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from callgate.store import sqlite_wal
 from callgate.store.base import (
     AuditRecord,
     IdempotencyRecord,
@@ -136,6 +138,7 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
         self._memory = is_sqlite_memory(self._sa_url)
         self._audit_writer: SQLiteAuditWriter | None = None
         self._pg_audit: AuditStatement | None = None
+        self._wal: sqlite_wal.WALKeeper | None = None
 
     async def __aenter__(self) -> SQLStore:
         await self.open()
@@ -164,6 +167,10 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
                 Path(database).parent.mkdir(parents=True, exist_ok=True)
                 await enable_wal(database, busy_timeout=self._options["busy_timeout"])
             engine = create_engine(self.url, **self._options)
+            sqlite_file = self._dialect == "sqlite" and not self._memory and bool(database)
+            if sqlite_file:
+                # The WAL keeper checkpoints; a commit never does it itself.
+                event.listen(engine.sync_engine, "connect", _no_autocheckpoint)
             try:
                 async with self._transaction(engine, write=True) as conn:
                     if self._dialect == "postgresql":
@@ -177,16 +184,23 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
                 await engine.dispose()
                 raise
             self._engine = engine
-            if self._dialect == "sqlite" and not self._memory and database:
+            if sqlite_file:
+                assert database is not None
                 synchronous = self._options["sqlite_synchronous"]
+                pragmas = [
+                    f"busy_timeout={round(self._options['busy_timeout'] * 1000)}",
+                    f"synchronous={synchronous}",
+                    "wal_autocheckpoint=0",
+                    f"journal_size_limit={sqlite_wal.CHECKPOINT_BYTES}",
+                ]
                 self._audit_writer = SQLiteAuditWriter(
                     database,
-                    pragmas=[
-                        f"busy_timeout={round(self._options['busy_timeout'] * 1000)}",
-                        f"synchronous={synchronous}",
-                    ],
+                    pragmas=pragmas,
                     # Inline commits only where they never wait for the disk.
                     inline=synchronous in ("OFF", "NORMAL"),
+                )
+                self._wal = sqlite_wal.WALKeeper(
+                    database, write_lock=self._write_lock, pragmas=pragmas
                 )
 
     async def close(self) -> None:
@@ -194,8 +208,11 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
         async with self._open_lock:
             engine, self._engine = self._engine, None
             writer, self._audit_writer = self._audit_writer, None
+            wal, self._wal = self._wal, None
             if writer is not None:
                 await writer.aclose()
+            if wal is not None:
+                await wal.aclose()
             if engine is not None:
                 await engine.dispose()
 
@@ -205,19 +222,27 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
     ) -> AsyncIterator[AsyncConnection]:
         serial = self._dialect == "sqlite" and (write or self._memory)
         lock = self._write_lock if serial else contextlib.nullcontext()
-        async with lock, engine.connect() as conn:
-            if write and self._dialect == "sqlite":
-                await conn.execution_options(**{BEGIN_OPTION: "BEGIN IMMEDIATE"})
-            if (single or not write) and self._dialect == "postgresql":
-                # Reads are one SELECT each (and under READ COMMITTED every
-                # statement takes its own snapshot anyway); a single statement is
-                # atomic on its own. Without BEGIN and COMMIT around it, it is one
-                # round trip instead of three, committed before the server answers.
-                await conn.execution_options(isolation_level="AUTOCOMMIT")
-                yield conn
-                return
-            async with conn.begin():
-                yield conn
+        if write and self._wal is not None and self._wal.pressing:
+            await self._wal.relieved()
+        # Waiting for the in-process lock may be cancelled; the transaction may not.
+        async with lock:
+            with _uninterrupted(self._dialect == "sqlite"):
+                async with engine.connect() as conn:
+                    if write and self._dialect == "sqlite":
+                        await conn.execution_options(**{BEGIN_OPTION: "BEGIN IMMEDIATE"})
+                    if (single or not write) and self._dialect == "postgresql":
+                        # Reads are one SELECT each (and under READ COMMITTED every
+                        # statement takes its own snapshot anyway); a single statement
+                        # is atomic on its own. Without BEGIN and COMMIT around it, it
+                        # is one round trip instead of three, committed before the
+                        # server answers.
+                        await conn.execution_options(isolation_level="AUTOCOMMIT")
+                        yield conn
+                        return
+                    async with conn.begin():
+                        yield conn
+        if write and self._wal is not None:
+            self._wal.committed(look=True)
 
     def _begin(
         self, *, write: bool, single: bool = False
@@ -241,8 +266,12 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
         if self._audit_writer is not None:
             # The hot path of every call: one thread hop instead of aiosqlite's
             # several (see sqlite_writer.py). Same in-process FIFO write queue.
+            if self._wal is not None and self._wal.pressing:
+                await self._wal.relieved()
             async with self._write_lock:
                 await self._audit_writer.append(rows)
+            if self._wal is not None:
+                self._wal.committed()
             return
         if self._dialect == "postgresql":
             # Sequence values are handed out before commit; serializing appends
@@ -266,10 +295,16 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
         """Append records in one transaction without yielding, if this store can
         right now (SQLite, its write lock free); durable when True is returned.
         False (nothing written) otherwise: then :meth:`append_audit`."""
-        writer = self._audit_writer
+        writer, wal = self._audit_writer, self._wal
         if writer is None or self._write_lock.locked() or not records:
             return False
-        return writer.append_now([_audit_row(r) for r in records])
+        if wal is not None and wal.pressing:
+            return False  # append_audit waits for the running checkpoint first
+        if not writer.append_now([_audit_row(r) for r in records]):
+            return False
+        if wal is not None:
+            wal.committed()
+        return True
 
     async def list_audit(
         self, *, tail: int | None = None, call_id: str | None = None
@@ -447,6 +482,27 @@ def _numbered(sql: str) -> str:
     return "".join(
         part + (f"${i}" if i < len(parts) else "") for i, part in enumerate(parts, start=1)
     )
+
+
+def _no_autocheckpoint(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.execute("PRAGMA wal_autocheckpoint=0")
+    dbapi_connection.execute(f"PRAGMA journal_size_limit={sqlite_wal.CHECKPOINT_BYTES}")
+
+
+def _uninterrupted(sqlite: bool) -> contextlib.AbstractContextManager[object]:
+    """Shield a SQLite transaction from cancellation until it has ended.
+
+    A cancellation that lands in a statement makes SQLAlchemy invalidate the
+    connection, and when the cancellation is repeated (anyio's cancel scopes:
+    a client that hung up, a deadline) its graceful close is cancelled too and
+    aiosqlite's thread is stopped with the ``sqlite3`` connection still open,
+    transaction and all: a write transaction then kept the database's write lock
+    and every other writer failed with "database is locked" after the busy
+    timeout; a read transaction pins the WAL, which then grows without end. So
+    the transaction runs to its end (bounded by the busy timeout) and the
+    cancellation is delivered after it.
+    """
+    return anyio.CancelScope(shield=True) if sqlite else contextlib.nullcontext()
 
 
 def _audit_row(record: AuditRecord) -> dict[str, Any]:

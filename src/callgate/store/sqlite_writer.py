@@ -12,8 +12,8 @@ datetimes and JSON are stored exactly as the async engine stores them):
   ``BEGIN IMMEDIATE`` with a zero busy timeout, so it either gets the write
   lock at once or gives up at once; with
   ``synchronous=NORMAL`` in WAL mode a commit does not fsync, and automatic
-  checkpoints are off on this connection (the worker thread runs them), so
-  the loop is held for tens of microseconds, never for a disk flush;
+  checkpoints are off (``sqlite_wal.WALKeeper`` runs them on its own thread),
+  so the loop is held for tens of microseconds, never for a disk flush;
 - a dedicated worker thread, used when the lock is taken (another process or
   connection is writing) or when every commit must be flushed
   (``synchronous=FULL``): one thread hop, waiting with the busy timeout.
@@ -22,7 +22,6 @@ datetimes and JSON are stored exactly as the async engine stores them):
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -33,9 +32,6 @@ from sqlalchemy import Connection, Engine, create_engine, event, insert
 from sqlalchemy.pool import NullPool
 
 from callgate.store.tables import audit
-
-CHECKPOINT_EVERY = 1000
-"""Inline commits between two checkpoints run by the worker thread."""
 
 
 class SQLiteAuditWriter:
@@ -49,8 +45,6 @@ class SQLiteAuditWriter:
         event.listen(self._inline_engine, "connect", self._on_inline_connect)
         self._inline = inline
         self._inline_conn: Connection | None = None
-        self._since_checkpoint = 0
-        self._checkpoints: set[asyncio.Future[None]] = set()
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="callgate-audit")
         self._conn: Connection | None = None
         self._statement = insert(audit)
@@ -71,9 +65,8 @@ class SQLiteAuditWriter:
 
     def _on_inline_connect(self, dbapi_connection: Any, record: Any) -> None:
         self._on_connect(dbapi_connection, record)
-        # Fail at once instead of waiting on the loop; never checkpoint on the loop.
+        # Fail at once instead of waiting on the loop.
         dbapi_connection.execute("PRAGMA busy_timeout=0")
-        dbapi_connection.execute("PRAGMA wal_autocheckpoint=0")
 
     async def append(self, rows: list[dict[str, Any]]) -> None:
         """Write ``rows`` in one transaction; durable when this returns.
@@ -98,16 +91,7 @@ class SQLiteAuditWriter:
         Raises:
             sqlite3.Error: the write failed (nothing was written).
         """
-        if not self._inline or self._closed.is_set() or not self._write_inline(rows):
-            return False
-        self._since_checkpoint += 1
-        if self._since_checkpoint >= CHECKPOINT_EVERY:
-            self._since_checkpoint = 0
-            loop = asyncio.get_running_loop()
-            done = loop.run_in_executor(self._executor, self._checkpoint)
-            self._checkpoints.add(done)
-            done.add_done_callback(self._checkpoints.discard)
-        return True
+        return self._inline and not self._closed.is_set() and self._write_inline(rows)
 
     def _parameters(self, rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         pairs = list(zip(self._names, self._processors, strict=True))
@@ -155,12 +139,6 @@ class SQLiteAuditWriter:
         except sqlite3.OperationalError:
             return None
 
-    def _checkpoint(self) -> None:
-        """Move the WAL's pages into the database (passive: never blocks writers)."""
-        if self._conn is None:
-            self._conn = self._engine.connect()
-        self._conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
-
     def _write(self, rows: list[dict[str, Any]]) -> None:
         if self._conn is None:
             self._conn = self._engine.connect()
@@ -174,8 +152,6 @@ class SQLiteAuditWriter:
         conn.exec_driver_sql("COMMIT")
 
     def _close_connection(self) -> None:
-        with contextlib.suppress(Exception):
-            self._checkpoint()
         if self._conn is not None:
             # The transaction state is managed by hand; tell SQLAlchemy none is open.
             self._conn.close()
@@ -191,8 +167,6 @@ class SQLiteAuditWriter:
             self._inline_conn.close()
             self._inline_conn = None
         self._inline_engine.dispose()
-        if self._checkpoints:
-            await asyncio.wait(list(self._checkpoints))
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, self._close_connection)
         self._executor.shutdown(wait=True)
