@@ -65,6 +65,9 @@ toolboxes = ["./soak_tools.py:box"]
 
 [mcp]
 unprefixed = ["bench"]
+
+[limits]
+result_ttl = {result_ttl}
 """
 
 LUA = r"""
@@ -140,6 +143,8 @@ class Sample:
     wal_mb: float
     db_mb: float
     rss_mb: float
+    anon_mb: float
+    index_mb: float
 
 
 def free_port() -> int:
@@ -155,11 +160,37 @@ def mb(path: Path) -> float:
         return 0.0
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """A memory figure of /proc/PID/status in MB: VmRSS, or RssAnon (its part
+    that is the process's own memory, not mapped files)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
+    raise RuntimeError(f"no {field}")
+
+
+def mapped_mb(pid: int, suffix: str) -> float:
+    """Resident MB of the process's mappings of files named ``*suffix`` (SQLite
+    maps the WAL index, ``-shm``, into every process that uses the database)."""
+    total, inside = 0, False
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        head = line.split()
+        if head and "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+            inside = line.endswith(suffix)
+        elif inside and line.startswith("Rss:"):
+            total += int(head[1])
+    return total / 1024
+
+
+def sample(calls: int, wal: Path, db: Path, pid: int) -> Sample:
+    return Sample(
+        calls,
+        mb(wal),
+        mb(db),
+        rss_mb(pid),
+        rss_mb(pid, "RssAnon"),
+        mapped_mb(pid, "-shm"),
+    )
 
 
 def wait_ready(url: str, proc: subprocess.Popen[bytes], errfile: Path) -> None:
@@ -204,7 +235,7 @@ def server(workdir: Path, db: Path, port: int) -> Iterator[subprocess.Popen[byte
 
 
 def drive(
-    script: Path, url: str, tool: str, calls: int, concurrency: int, first: int
+    script: Path, url: str, tool: str, calls: int, concurrency: int, first: int, timeout: float
 ) -> dict[str, str]:
     env = {
         **os.environ,
@@ -213,7 +244,17 @@ def drive(
         "SOAK_FIRST": str(first),
     }
     done = subprocess.run(
-        ["wrk", "-t1", f"-c{concurrency}", "-d3600s", "--timeout", "60s", "-s", str(script), url],
+        [
+            "wrk",
+            "-t1",
+            f"-c{concurrency}",
+            "-d3600s",
+            "--timeout",
+            f"{timeout}s",
+            "-s",
+            str(script),
+            url,
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -251,7 +292,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="callgate-soak-"))
     (workdir / "soak_tools.py").write_text(TOOLS.format(result_kb=args.result_kb))
-    (workdir / "cfg.toml").write_text(CONFIG)
+    (workdir / "cfg.toml").write_text(CONFIG.format(result_ttl=args.result_ttl))
     script = workdir / "soak.lua"
     script.write_text(LUA)
     db = workdir / "soak.db"
@@ -271,19 +312,21 @@ def main(args: argparse.Namespace) -> int:
     latencies: list[tuple[int, int]] = []
     started = time.monotonic()
     with server(workdir, db, port) as proc:
-        drive(script, url, tool, args.warmup, args.concurrency, 10**9)
-        samples.append(Sample(0, mb(wal), mb(db), rss_mb(proc.pid)))
+        drive(script, url, tool, args.warmup, args.concurrency, 10**9, args.client_timeout)
+        samples.append(sample(0, wal, db, proc.pid))
         poller = Poller(proc.pid, wal)
         poller.start()
         done_calls = 0
         for segment in range(args.segments):
-            figures = drive(script, url, tool, per_segment, args.concurrency, done_calls)
+            figures = drive(
+                script, url, tool, per_segment, args.concurrency, done_calls, args.client_timeout
+            )
             for key in totals:
                 totals[key] += int(figures[key])
             bad = bad or figures["bad"]
             latencies.append((int(figures["p50_us"]), int(figures["p99_us"])))
             done_calls += int(figures["answered"])
-            samples.append(Sample(done_calls, mb(wal), mb(db), rss_mb(proc.pid)))
+            samples.append(sample(done_calls, wal, db, proc.pid))
             if args.verbose:
                 s = samples[-1]
                 print(
@@ -307,12 +350,17 @@ def main(args: argparse.Namespace) -> int:
         ).fetchone()[0]
         stored = conn.execute("SELECT count(*) FROM results").fetchone()[0]
 
-    print("| after calls | WAL MB | database MB | server RSS MB |")
-    print("| ---: | ---: | ---: | ---: |")
+    print(
+        "| after calls | WAL MB | database MB | server RSS MB | of which anonymous | of which WAL index |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
     middle = len(samples) // 2
     for index, s in enumerate(samples):
         if args.all_rows or index in (0, middle, len(samples) - 1):
-            print(f"| {s.calls:,} | {s.wal_mb:.1f} | {s.db_mb:.1f} | {s.rss_mb:.1f} |")
+            print(
+                f"| {s.calls:,} | {s.wal_mb:.1f} | {s.db_mb:.1f} | {s.rss_mb:.1f} "
+                f"| {s.anon_mb:.1f} | {s.index_mb:.2f} |"
+            )
     print()
     first, last = samples[0], samples[-1]
     growth = (last.rss_mb - first.rss_mb) * 1e6 / max(last.calls, 1)
@@ -357,6 +405,15 @@ if __name__ == "__main__":
     parser.add_argument("--warmup", type=int, default=2000)
     parser.add_argument(
         "--result-kb", type=int, default=0, help="call a tool returning this many KB (0: echo)"
+    )
+    parser.add_argument(
+        "--result-ttl", type=float, default=86400, help="the config's limits.result_ttl (s)"
+    )
+    parser.add_argument(
+        "--client-timeout",
+        type=float,
+        default=60,
+        help="wrk's --timeout (s): a shorter one hangs up on slow calls, as clients do",
     )
     parser.add_argument("--all-rows", action="store_true", help="print every sample")
     parser.add_argument("--verbose", action="store_true", help="each segment on stderr")

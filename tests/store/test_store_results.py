@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
-from callgate.store import Store, StoredResult
+from callgate.store import SQLStore, Store, StoredResult, sql
 
 pytestmark = pytest.mark.anyio
 
@@ -67,3 +68,29 @@ async def test_a_result_given_as_json_text_is_kept_as_that_text(store: Store) ->
 
     stored = await store.get_result("r1")
     assert stored is not None and stored.content == {"rows": [{"id": 0}, {"id": 1}], "total": 2}
+
+
+async def test_expired_results_make_room_for_new_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gateway storing large results keeps about ``result_ttl``'s worth: the
+    expired ones are deleted as new ones come and their space is reused (they
+    were kept for ever: a database once grew to 3 GB of unreadable results)."""
+    path = tmp_path / "results.db"
+    start = datetime.now(UTC)
+
+    def big(ref: str) -> StoredResult:
+        return replace(result(ref, ttl=timedelta(hours=1)), content=["x" * 1000] * 200)
+
+    async with SQLStore(f"sqlite:///{path}") as store:
+        for i in range(40):
+            await store.put_result(big(f"old-{i}"))
+    full = path.stat().st_size  # closed: everything is in the file
+    two_hours_later = start + timedelta(hours=2)
+    monkeypatch.setattr(sql, "_now", lambda: two_hours_later)
+    async with SQLStore(f"sqlite:///{path}") as store:
+        for i in range(40):
+            await store.put_result(replace(big(f"new-{i}"), expires_at=start + timedelta(hours=3)))
+        assert await store.get_result("new-39") is not None
+        assert await store.get_result("old-39") is None
+    assert path.stat().st_size < full * 1.5  # kept for ever, they made it 2x

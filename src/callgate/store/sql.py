@@ -65,6 +65,11 @@ from callgate.store.tables import (
 
 __all__ = ["SQLStore", "SQLiteSynchronous", "create_engine", "normalize_url"]
 
+PURGE_EVERY = 8
+"""Stored results between two deletions of expired ones (a statement of its own)."""
+PURGE_BATCH = 10 * PURGE_EVERY
+"""Most expired results one deletion removes: more than come in meanwhile."""
+
 _AUDIT_FIELDS = tuple(f.name for f in fields(AuditRecord) if f.name != "seq")
 _RESULT_FIELDS = tuple(f for f in fields(StoredResult) if f.name != "text")
 
@@ -139,6 +144,7 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
         self._audit_writer: SQLiteAuditWriter | None = None
         self._pg_audit: AuditStatement | None = None
         self._wal: sqlite_wal.WALKeeper | None = None
+        self._results_stored = 0
 
     async def __aenter__(self) -> SQLStore:
         await self.open()
@@ -447,7 +453,14 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
 
     # spilled results --------------------------------------------------------
     async def put_result(self, result: StoredResult) -> None:
-        """Keep a full result.
+        """Keep a full result; every ``PURGE_EVERY`` results, delete up to
+        ``PURGE_BATCH`` expired ones.
+
+        Expired results are unreadable (:meth:`get_result`) and were once never
+        deleted: a gateway serving large results grew its database to gigabytes.
+        Deleting a bounded batch as new results come (here rather than on a
+        schedule: no replica has to run a sweeper) keeps the table at about what
+        ``result_ttl`` holds, and SQLite reuses the freed pages.
 
         Raises:
             ValueError: A result with this ``ref`` is already stored.
@@ -466,6 +479,14 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
         async with self._begin(write=True, single=True) as conn:
             if (await conn.execute(stmt)).first() is None:
                 raise ValueError(f"result {result.ref!r} is already stored")
+        self._results_stored += 1
+        if self._results_stored % PURGE_EVERY == 0:
+            expired = select(results.c.ref).where(results.c.expires_at <= _now())
+            purge = delete(results).where(
+                results.c.ref.in_(expired.limit(PURGE_BATCH).scalar_subquery())
+            )
+            async with self._begin(write=True, single=True) as conn:
+                await conn.execute(purge)
 
     async def get_result(self, ref: str) -> StoredResult | None:
         """The stored result, or None if unknown or expired."""

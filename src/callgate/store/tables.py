@@ -138,6 +138,8 @@ results = Table(
     Column("content", JSON, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("expires_at", UTCDateTime, nullable=False),
+    # Expired results are deleted, a batch at a time, whenever one is stored.
+    Index(None, "expires_at"),
 )
 
 approvals = Table(
