@@ -362,8 +362,8 @@ def main(args: argparse.Namespace) -> int:
                 f"| {s.anon_mb:.1f} | {s.index_mb:.2f} |"
             )
     print()
-    first, last = samples[0], samples[-1]
-    growth = (last.rss_mb - first.rss_mb) * 1e6 / max(last.calls, 1)
+    first, half, last = samples[0], samples[middle], samples[-1]
+    growth = (last.rss_mb - half.rss_mb) * 1e6 / max(last.calls - half.calls, 1)
     p50 = sorted(p for p, _ in latencies)[len(latencies) // 2] / 1000
     p99 = max(p for _, p in latencies) / 1000
     print(
@@ -375,16 +375,19 @@ def main(args: argparse.Namespace) -> int:
         f"largest RSS: {poller.max_rss:.1f} MB"
     )
     print(
-        f"- RSS from first to last sample: {last.rss_mb - first.rss_mb:+.1f} MB "
-        f"({growth:+.1f} bytes per call)"
+        f"- RSS from first to last sample: {last.rss_mb - first.rss_mb:+.1f} MB; over the "
+        f"second half: {last.rss_mb - half.rss_mb:+.1f} MB ({growth:+.1f} bytes per call), "
+        f"anonymous {last.anon_mb - half.anon_mb:+.1f} MB, "
+        f"WAL index {last.index_mb - half.index_mb:+.2f} MB"
     )
     print(
         f"- errors: {totals['not_ok']} non-200, {totals['is_error']} isError, "
         f"{totals['socket']} socket errors" + (f"; first: {bad}" if bad.strip() else "")
     )
     print(
-        f"- audit: {finals:,} final records for {last.calls + args.warmup:,} answered calls "
-        f"(warm-up included), {not_ok} not ok; {stored:,} stored full results"
+        f"- audit: {finals:,} final records, {not_ok} not ok, for {last.calls + args.warmup:,} "
+        f"answered calls (warm-up included; each wrk run also hangs up on the calls in "
+        f"flight when it stops, and these are recorded too); {stored:,} stored full results"
     )
     print(f"- server stderr: {len(problems)} warning/error lines")
     for line in problems[:10]:

@@ -176,6 +176,48 @@ async def test_a_locked_sqlite_database_after_the_tool_ran(tmp_path: Path) -> No
     assert [(r.phase, r.outcome) for r in records] == [("intent", None), ("final", "ok")]
 
 
+async def test_a_large_result_a_locked_database_cannot_keep(tmp_path: Path) -> None:
+    """A result over the size limit is kept in the store for reading on; when the
+    database is locked (issue 10: 'database is locked' under 1 MB results), the
+    read answers transient with nothing shown, and its record is written once
+    the lock is gone, saying what the caller was told."""
+    path = tmp_path / "gate.db"
+    started, release = anyio.Event(), anyio.Event()
+    box = Toolbox("reports")
+
+    @box.tool(read_only=True)
+    async def monthly() -> list[str]:
+        """The month's rows."""
+        started.set()
+        await release.wait()
+        return [f"row {i} " + "x" * 200 for i in range(500)]
+
+    async with Gate([box], store=SQLStore(f"sqlite:///{path}", busy_timeout=0.2)) as gate:
+        answers = []
+
+        async def read() -> None:
+            answers.append(await gate.call("reports.monthly", {}, principal=ALICE))
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(read)
+                await started.wait()
+                lock = _lock(path)
+                release.set()
+            env = answers[0]
+            lock.rollback()
+            lock.close()
+            assert await gate.reconcile() == 0
+            again = await gate.call("reports.monthly", {}, principal=ALICE)
+        records = await gate.audit(call_id=env.call_id)
+    assert env.error is not None and env.error.kind is ErrorKind.TRANSIENT
+    assert env.payload is None and env.raw_ref is None
+    assert _no_driver_text(env.model_dump_json())
+    assert again.status is Status.OK and again.truncated is not None
+    assert [(r.phase, r.outcome) for r in records] == [("final", "transient")]
+    assert records[0].detail["answered"] == "transient"
+
+
 @pytest.mark.postgres
 async def test_terminated_postgresql_connections_after_the_tool_ran() -> None:
     schema = f"test_outage_{uuid.uuid4().hex[:12]}"
