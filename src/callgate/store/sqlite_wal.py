@@ -73,8 +73,8 @@ class WALKeeper:
             path: The database file.
             write_lock: The lock this process's writers take for every write
                 transaction; held during the short RESTART step.
-            pragmas: Connection settings (``busy_timeout`` for the PASSIVE step
-                and the last checkpoint at close).
+            pragmas: Settings of the checkpointing connection (its ``busy_timeout``
+                is how long the last checkpoint, at close, waits for readers).
         """
         self._path = path
         self._wal = f"{path}-wal"
@@ -183,11 +183,17 @@ class WALKeeper:
     async def _checkpoint(self, mode: str, size: int | None = None) -> bool:
         loop = asyncio.get_running_loop()
         commits = self._commits
-        # Copy nearly everything while this process's writers go on...
-        await loop.run_in_executor(self._executor, self._run, "PASSIVE", None)
-        # ...then the rest, briefly holding them back, so that the copy completes.
-        async with self._write_lock:
-            done = await loop.run_in_executor(self._executor, self._run, mode, RESTART_BUSY_MS)
+        try:
+            # Copy nearly everything while this process's writers go on...
+            await loop.run_in_executor(self._executor, self._run, "PASSIVE", None)
+            # ...then the rest, briefly holding them back, so that the copy completes.
+            async with self._write_lock:
+                done = await loop.run_in_executor(self._executor, self._run, mode, RESTART_BUSY_MS)
+        except sqlite3.Error as exc:
+            # Not the writers' business: they go on, and the next try waits longer.
+            if not self._pause:
+                logger.warning("callgate: checkpoint of %s failed: %s", self._path, exc)
+            done = False
         self._rewinds = done
         if done:
             self._checkpointed_at = commits
@@ -238,5 +244,9 @@ class WALKeeper:
             if self._commits != seen:
                 seen = self._commits
                 continue
-            if self._running is None and self._checkpointed_at != self._commits:
+            if (
+                self._running is None
+                and self._checkpointed_at != self._commits
+                and asyncio.get_running_loop().time() >= self._next_try
+            ):
                 await asyncio.wait([self._start("TRUNCATE", None)])
