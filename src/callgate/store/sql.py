@@ -206,7 +206,10 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
                     inline=synchronous in ("OFF", "NORMAL"),
                 )
                 self._wal = sqlite_wal.WALKeeper(
-                    database, write_lock=self._write_lock, pragmas=pragmas
+                    database,
+                    write_lock=self._write_lock,
+                    pragmas=pragmas,
+                    on_rewound=self._audit_writer.rewound,
                 )
 
     async def close(self) -> None:

@@ -22,7 +22,9 @@ calls. Here checkpoints are made to complete:
 Nothing of this runs on the event loop: the loop only awaits the thread. The
 loop's own connection (inline audit commits and reads, see ``sqlite_writer``)
 never waits for it either: it has no busy timeout, and a read it cannot start
-at once is made through the async engine instead.
+at once is made through the async engine instead. Nor does it sync: the first
+commit after a rewind writes a new WAL header and fsyncs it (even at
+``synchronous=NORMAL``), so that commit is sent to the audit writer's thread.
 
 A checkpoint cannot copy past a snapshot that a reader still uses: a read
 transaction held open (by another process, say) stops the WAL from being
@@ -39,7 +41,7 @@ import contextlib
 import logging
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import anyio
@@ -66,7 +68,14 @@ MAX_PAUSE = 10.0
 class WALKeeper:
     """Checkpoints one SQLite file's WAL so that it stays under ``CHECKPOINT_BYTES``."""
 
-    def __init__(self, path: str, *, write_lock: anyio.Lock, pragmas: Sequence[str]) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        write_lock: anyio.Lock,
+        pragmas: Sequence[str],
+        on_rewound: Callable[[], None] = lambda: None,
+    ) -> None:
         """Keep ``path``'s WAL; nothing runs until the first :meth:`committed`.
 
         Args:
@@ -75,11 +84,15 @@ class WALKeeper:
                 transaction; held during the short RESTART step.
             pragmas: Settings of the checkpointing connection (its ``busy_timeout``
                 is how long the last checkpoint, at close, waits for readers).
+            on_rewound: Called on the loop, still under ``write_lock``, once the
+                whole WAL was copied: the next commit starts the WAL over and
+                syncs its new header, which the loop's inline writer must not do.
         """
         self._path = path
         self._wal = f"{path}-wal"
         self._write_lock = write_lock
         self._pragmas = list(pragmas)
+        self._on_rewound = on_rewound
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="callgate-checkpoint")
         self._conn: sqlite3.Connection | None = None
         self._commits = 0
@@ -189,6 +202,8 @@ class WALKeeper:
             # ...then the rest, briefly holding them back, so that the copy completes.
             async with self._write_lock:
                 done = await loop.run_in_executor(self._executor, self._run, mode, RESTART_BUSY_MS)
+                if done:
+                    self._on_rewound()
         except sqlite3.Error as exc:
             # Not the writers' business: they go on, and the next try waits longer.
             if not self._pause:

@@ -56,6 +56,7 @@ class SQLiteAuditWriter:
         marks = ", ".join("?" for _ in columns)
         self._insert_sql = f"INSERT INTO audit ({quoted}) VALUES ({marks})"
         self._closed = threading.Event()
+        self._rewound = False
 
     def _on_connect(self, dbapi_connection: Any, _record: Any) -> None:
         # Transactions are begun explicitly (BEGIN IMMEDIATE), never by the driver.
@@ -81,17 +82,27 @@ class SQLiteAuditWriter:
         if self.append_now(rows):
             return
         await asyncio.get_running_loop().run_in_executor(self._executor, self._write, rows)
+        self._rewound = False
+
+    def rewound(self) -> None:
+        """The WAL was just checkpointed whole: the next commit starts it over,
+        writing and syncing a new header (an fsync even at ``synchronous=NORMAL``),
+        so it is made on the worker thread, not inline on the loop."""
+        self._rewound = True
 
     def append_now(self, rows: list[dict[str, Any]]) -> bool:
         """Write ``rows`` in one transaction on the loop's thread, now, if the write
         lock is free; durable when this returns True. False (nothing written) when
-        inline writes are off, the writer is closed or another writer holds the
-        lock: then use :meth:`append`. Never waits and never yields to the loop.
+        inline writes are off, the writer is closed, another writer holds the
+        lock or the WAL was just rewound: then use :meth:`append`. Never waits and
+        never yields to the loop.
 
         Raises:
             sqlite3.Error: the write failed (nothing was written).
         """
-        return self._inline and not self._closed.is_set() and self._write_inline(rows)
+        if not self._inline or self._rewound or self._closed.is_set():
+            return False
+        return self._write_inline(rows)
 
     def _parameters(self, rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         pairs = list(zip(self._names, self._processors, strict=True))
