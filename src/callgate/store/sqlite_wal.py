@@ -52,8 +52,8 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINT_BYTES = 16 * 1024 * 1024
 """A WAL larger than this is checkpointed and rewound (also its ``journal_size_limit``)."""
-PRESSURE_FACTOR = 3
-"""A WAL over this many times ``CHECKPOINT_BYTES`` (48 MiB by default) holds
+PRESSURE_FACTOR = 2
+"""A WAL over this many times ``CHECKPOINT_BYTES`` (32 MiB by default) holds
 writers back until the running checkpoint ends."""
 IDLE_SECONDS = 1.0
 """No commit for this long: the WAL is checkpointed and truncated to nothing."""
