@@ -22,6 +22,7 @@ datetimes and JSON are stored exactly as the async engine stores them):
 from __future__ import annotations
 
 import asyncio
+import operator
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -52,6 +53,8 @@ class SQLiteAuditWriter:
         columns = [column for column in audit.columns if column.name != "seq"]
         self._names = [column.name for column in columns]
         self._processors = [column.type.bind_processor(dialect) for column in columns]
+        self._values = operator.itemgetter(*self._names)
+        self._converted = [(i, p) for i, p in enumerate(self._processors) if p is not None]
         quoted = ", ".join(dialect.identifier_preparer.quote(name) for name in self._names)
         marks = ", ".join("?" for _ in columns)
         self._insert_sql = f"INSERT INTO audit ({quoted}) VALUES ({marks})"
@@ -105,13 +108,15 @@ class SQLiteAuditWriter:
         return self._write_inline(rows)
 
     def _parameters(self, rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-        pairs = list(zip(self._names, self._processors, strict=True))
-        return [
-            tuple(
-                process(row[name]) if process is not None else row[name] for name, process in pairs
-            )
-            for row in rows
-        ]
+        # The columns in order in one C call; only those with a bind processor
+        # (the UTC datetime, the JSON columns) go through Python.
+        out = []
+        for row in rows:
+            values = list(self._values(row))
+            for index, process in self._converted:
+                values[index] = process(values[index])
+            out.append(tuple(values))
+        return out
 
     def _write_inline(self, rows: list[dict[str, Any]]) -> bool:
         """Commit on the loop's thread if the write lock is free now; False if not."""
