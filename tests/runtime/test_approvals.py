@@ -323,3 +323,28 @@ async def test_an_approved_but_expired_approval_is_not_used() -> None:
         env = await gate.call("bank.pay", PAY, principal=ALICE)
     assert env.status is Status.PENDING_APPROVAL and env.payload["approval_id"] != approval_id
     assert bank.sent == []
+
+
+async def test_a_used_approval_answers_its_own_retry_and_a_new_key_asks_again(
+    make_gate: GateFactory,
+) -> None:
+    # An agent's writes carry a key of their run: a new run proposing the identical
+    # payment needs a new decision, while the first run's retry gets its result back.
+    bank = Bank()
+    async with make_gate([build(bank)], policy=BIG) as gate:
+
+        async def pay(key: str) -> object:
+            return await gate.call("bank.pay", PAY, principal=ALICE, idempotency_key=key)
+
+        parked = await pay("run_a:1:c1")
+        assert parked.status is Status.PENDING_APPROVAL
+        approval_id = parked.payload["approval_id"]
+        await (await gate.approvals()).approve(approval_id, by=Principal("carol", "acme"))
+        first = await pay("run_a:1:c1")
+        new_run = await pay("run_b:1:c1")
+        retry = await pay("run_a:1:c1")
+    assert first.ok and bank.sent == ["acme:bob:5000"]
+    assert new_run.status is Status.PENDING_APPROVAL, new_run.error
+    assert new_run.payload["approval_id"] != approval_id
+    assert retry.ok and retry.replayed and retry.call_id == first.call_id
+    assert bank.sent == ["acme:bob:5000"]

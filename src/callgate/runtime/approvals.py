@@ -12,7 +12,10 @@ same call again (same tool, same arguments, same user and tenant), or resumes
 it with ``Gate.resume(approval_id)``. That call passes the whole chain again
 (so it is authorized again with the caller's scopes of *now*), and the
 approval is consumed by exactly one run; its Envelope is kept on the approval.
-An approval never covers other arguments, never runs twice and expires.
+An approval never covers other arguments, never runs twice and expires. Once
+used, it answers only that run's own retries (the same idempotency key: the
+stored Envelope, nothing runs again); any other identical call, an agent's new
+run with its new key included, files a new approval.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 from callgate import access
 from callgate.contract import Principal
 from callgate.errors import ErrorKind
-from callgate.runtime import redaction
+from callgate.runtime import idempotency, redaction
 from callgate.runtime.call import Call
 from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status
 from callgate.runtime.policy import Effect, Verdict, activation
@@ -165,6 +168,9 @@ async def require(call: Call, verdict: Verdict) -> Envelope | None:
 
 async def _require(call: Call, verdict: Verdict) -> Envelope | None:
     assert call.spec is not None and call.args_hash is not None
+    earlier = await _earlier_run(call)
+    if isinstance(earlier, Envelope):
+        return earlier
     store = call.services.store
     existing = await store.find_approval(
         tool=call.spec.name,
@@ -183,8 +189,9 @@ async def _require(call: Call, verdict: Verdict) -> Envelope | None:
             f"A human ({existing.decided_by}) denied this request ({existing.id}): {why}.",
             next_step="Do not retry. Tell the user it was denied and why.",
         )
-    if existing.state == "used" and not call.idempotency_key:
-        # One approval, one run: the same call again needs a new decision.
+    if existing.state == "used" and not earlier:
+        # One approval, one run: the same call again (a new run of an agent, a new
+        # idempotency key, no key at all) needs a new decision.
         return await park(call, verdict)
     call.approval_to_consume = existing.id
     call.decision = Decision(
@@ -194,6 +201,31 @@ async def _require(call: Call, verdict: Verdict) -> Envelope | None:
         rule=verdict.rule,
     )
     return None
+
+
+async def _earlier_run(call: Call) -> Envelope | bool:
+    """Whether ``call`` retries a run that already went ahead (its idempotency key
+    is claimed): that run's Envelope once it is done, True while it runs, False
+    for a key never claimed (or no key).
+
+    The run that used an approval claimed its key before it consumed the
+    approval, so a used approval's own retry always finds its claim; a call with
+    a key never claimed (another agent run proposing the identical write) finds
+    none and asks a human again. A finished run is answered here, whichever
+    approval for the same request is the latest now.
+    """
+    if not call.idempotency_key:
+        return False
+    scope = idempotency.scope_of(call)
+    if scope in call.services.inflight:
+        return True  # the execute stage waits for it and answers with its Envelope
+    claim = await call.services.store.get_idempotency(scope)
+    if claim is None:
+        return False
+    if claim.state == "done" and claim.envelope is not None and claim.args_hash == call.args_hash:
+        call.detail["idempotency"] = f"replayed the result of {claim.call_id}"
+        return idempotency.replay(Envelope.model_validate(claim.envelope))
+    return True
 
 
 async def consume(call: Call) -> Envelope | None:
