@@ -58,13 +58,26 @@ def test_a_failed_run_exits_1_and_says_why(cli: Cli, monkeypatch: pytest.MonkeyP
     assert json.loads(as_json.stdout)["status"] == "failed"
 
 
-def test_a_run_stopped_by_a_limit_exits_1(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_stopped_by_a_limit_exits_4_not_as_a_failure(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     use(monkeypatch, ScriptedModel([STATUS, STATUS, reply("never reached")]))
 
     result = cli(*RUN, "--max-turns", "1")
+    as_json = cli(*RUN, "--max-turns", "1", "--json")
 
-    assert result.exit_code == 1
-    assert "stopped" in result.stdout
+    assert result.exit_code == 4
+    assert "turn limit (1) reached" in result.stdout
+    assert as_json.exit_code == 4
+    assert json.loads(as_json.stdout)["status"] == "stopped"
+
+
+def test_the_exit_codes_are_in_the_help(cli: Cli) -> None:
+    result = cli("run", "--help")
+
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    assert "1 it failed, 4 a limit stopped it, 3 it waits for an approval" in text
 
 
 def test_a_run_waiting_for_an_approval_exits_3(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,11 +5,13 @@ Exit codes, the same for every command:
 - 0 (:data:`EXIT_OK`): done; a call's Envelope is ok (or a task was started), a
   run completed.
 - 1 (:data:`EXIT_FAILED`): what was asked failed: a call's Envelope is an
-  error, a run failed or was stopped by a limit. The output says why.
+  error, a run failed. The output says why.
 - 2 (:data:`EXIT_CLI_ERROR`): the CLI itself could not run (bad option or
   config, unreachable store, unreadable ``--args`` file): one line on stderr.
 - 3 (:data:`EXIT_WAITING`): nothing failed, but it waits for a human: a call
   parked for approval or input, a run waiting for an approval.
+- 4 (:data:`EXIT_STOPPED`): a run was stopped by one of its limits (turns, tool
+  calls, tokens, wall time) before the model answered; the output names the limit.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_CLI_ERROR = 2
 EXIT_WAITING = 3
+EXIT_STOPPED = 4
 
 
 class CliError(Exception):

@@ -1,7 +1,7 @@
 """``callgate run``: the agent loop against the configured tools, streamed as it goes.
 
 Exit code: 0 the run completed, 1 it failed (the model could not be reached or
-refused the request) or a limit stopped it, 3 it waits for an approval (resume
+refused the request), 4 a limit stopped it, 3 it waits for an approval (resume
 it with ``--resume``), 2 the CLI could not run.
 """
 
@@ -19,6 +19,7 @@ from callgate.agent.providers import PROVIDERS, MissingCredentials, make_model
 from callgate.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_STOPPED,
     EXIT_WAITING,
     CliError,
     JsonOption,
@@ -54,7 +55,7 @@ EXIT_CODES = {
     "completed": EXIT_OK,
     "waiting_approval": EXIT_WAITING,
     "failed": EXIT_FAILED,
-    "stopped": EXIT_FAILED,
+    "stopped": EXIT_STOPPED,
 }
 """The exit code of ``callgate run`` for each way a run ends."""
 
@@ -194,7 +195,7 @@ def run(
             "--max-turns",
             min=1,
             metavar="N",
-            help="Model requests per run; the run stops (exit code 1) when it reaches them.",
+            help="Model requests per run; the run stops (exit code 4) when it reaches them.",
         ),
     ] = 20,
     max_tool_calls: Annotated[
@@ -236,7 +237,7 @@ def run(
 
     Streams the model's text, each call it proposes and its result, approvals
     awaited, the answer and what the run used. Exit code: 0 the run completed,
-    1 it failed or a limit stopped it, 3 it waits for an approval (then
+    1 it failed, 4 a limit stopped it, 3 it waits for an approval (then
     --resume RUN_ID), 2 the CLI could not run.
     """
     from rich.console import Console
