@@ -119,9 +119,10 @@ async def test_a_text_answer_completes_the_run(ops: Ops) -> None:
     assert result.usage.requests == 1 and result.usage.input_tokens == 120
     assert result.usage.output_tokens == 8 and result.usage.tool_definition_tokens > 0
     assert request.system == "Be brief."
-    # Every tool alice may call is offered, with its model-facing schema only.
+    # Every tool alice may call is offered, with its model-facing schema only
+    # (callgate's own only once they can be used: tests/agent/test_offered_tools.py).
     offered = {tool.name: tool for tool in request.tools}
-    assert {"ops.status", "ops.rollback", "callgate.read_more"} <= set(offered)
+    assert {"ops.status", "ops.rollback"} <= set(offered)
     assert "tenant_id" not in offered["ops.rollback"].input_schema["properties"]
 
 

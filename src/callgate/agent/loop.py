@@ -65,8 +65,10 @@ from callgate.agent.runs import (
 )
 from callgate.agent.tools import estimate_tokens, result_for, tool_defs
 from callgate.contract import FULL_NAMES, Principal, RiskTier, ToolNames
+from callgate.runtime.approvals import APPROVAL_STATUS_TOOL
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.gate import Gate
+from callgate.runtime.stages.shape import READ_MORE_TOOL
 from callgate.store.base import RunRecord, RunStatus
 
 __all__ = ["Agent", "CallOutcome", "RunEvent", "RunLimits", "RunResult", "RunUsage"]
@@ -81,6 +83,18 @@ class _Stop(Exception):
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _usable_builtins(run: RunState) -> list[str]:
+    """callgate's own tools that can be of use in ``run`` so far: ``read_more`` once
+    a result was truncated, ``approval_status`` once a call was parked for approval."""
+    usable: list[str] = []
+    envelopes = [e["envelope"] for e in run.trace if e.get("type") == "tool_call"]
+    if any(envelope.get("truncated") for envelope in envelopes):
+        usable.append(READ_MORE_TOOL)
+    if any(envelope.get("status") == Status.PENDING_APPROVAL.value for envelope in envelopes):
+        usable.append(APPROVAL_STATUS_TOOL)
+    return usable
 
 
 class Agent:
@@ -125,27 +139,28 @@ class Agent:
         self._strict = strict
         self._on_event = on_event
 
-    def _tools(self) -> tuple[ToolDef, ...]:
+    def _tools(self, run: RunState) -> tuple[ToolDef, ...]:
         # Recomputed per request: toolboxes may change, scopes are checked anyway.
         return tool_defs(
             self.gate,
             self.principal,
             names=self._tool_names,
             strict=self._strict,
-            shown=self._names(),
+            shown=self._names(run),
+            builtins=_usable_builtins(run),
         )
 
-    def _names(self) -> ToolNames:
+    def _names(self, run: RunState) -> ToolNames:
         """How the model names the tools (its adapter's ``name_rule``), for the
         texts it reads: a hint to call ``ops.deploy_status`` must say
         ``ops__deploy_status`` to a model that only knows that name."""
         rule = getattr(self.model, "name_rule", None)
         if not isinstance(rule, NameRule):
             return FULL_NAMES
-        offered = self._tool_names
-        if offered is None:
-            offered = [spec.name for spec in self.gate.tools(self.principal)]
-        return ProviderNames(offered, rule)
+        offered = list(self._tool_names or ())
+        if self._tool_names is None:
+            offered = [spec.name for spec in self.gate.tools(self.principal, builtin=False)]
+        return ProviderNames([*offered, *_usable_builtins(run)], rule)
 
     def _emit(self, run: RunState, kind: EventKind, text: str = "", **data: Any) -> None:
         if self._on_event is not None:
@@ -245,7 +260,7 @@ class Agent:
             raise _Stop("stopped", f"token limit ({limits.max_tokens}) reached: {spent} spent")
 
     async def _ask(self, run: RunState) -> ModelResponse:
-        tools = self._tools()
+        tools = self._tools(run)
         request = ModelRequest(
             messages=tuple(run.messages),
             tools=tools,
@@ -358,7 +373,7 @@ class Agent:
             arguments,
             principal=self.principal,
             session_id=f"agent:{run.id}",
-            names=self._names(),
+            names=self._names(run),
             # One key per write of the run: even two processes resuming the same run
             # cannot make a write twice. Reads are safe to repeat and skip the cost.
             idempotency_key=None if self._is_read(call) else f"{run.id}:{run.turn}:{call.id}",

@@ -16,6 +16,7 @@ from callgate.contract import (
     rename_in_schema,
     rename_in_text,
 )
+from callgate.runtime.builtin import BUILTIN_TOOLBOX
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.gate import Gate
 
@@ -56,23 +57,37 @@ def tool_defs(
     names: Iterable[str] | None = None,
     strict: bool = False,
     shown: ToolNames = FULL_NAMES,
+    builtins: Iterable[str] = (),
 ) -> tuple[ToolDef, ...]:
-    """The tools ``principal`` may call (callgate's own included, e.g. ``read_more``),
-    in name order; with ``names``, only those (unknown names are refused). Their
-    descriptions name the tools they mention as ``shown`` does.
+    """The tools ``principal`` may call, in name order, then those of callgate's own
+    (``callgate.read_more``, ``callgate.approval_status``) named in ``builtins``.
+
+    callgate's own tools are offered only when they can be used: a small model
+    offered ``read_more`` with nothing truncated calls it instead of the tools
+    that do the work. With ``names``, only those are the caller's tools
+    (unknown names are refused; callgate's own named there are offered always,
+    after the others). Descriptions name the tools they mention as ``shown``
+    does.
 
     Raises:
         ValueError: a name in ``names`` is not a tool ``principal`` may call.
     """
     specs = gate.tools(principal)
     known = [spec.name for spec in specs]
+    wanted = set(builtins)
     if names is not None:
-        wanted = set(names)
-        missing = sorted(wanted - set(known))
+        named = set(names)
+        missing = sorted(named - set(known))
         if missing:
             raise ValueError(f"no tool {missing} that {principal.user} may call")
-        specs = [spec for spec in specs if spec.name in wanted]
-    return tuple(tool_def(spec, strict=strict, shown=shown, known=known) for spec in specs)
+        wanted |= named
+    else:
+        wanted |= {spec.name for spec in specs if spec.toolbox != BUILTIN_TOOLBOX}
+    offered = sorted(
+        (spec for spec in specs if spec.name in wanted),
+        key=lambda spec: (spec.toolbox == BUILTIN_TOOLBOX, spec.name),
+    )
+    return tuple(tool_def(spec, strict=strict, shown=shown, known=known) for spec in offered)
 
 
 def estimate_tokens(value: Any) -> int:
