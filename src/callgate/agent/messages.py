@@ -140,9 +140,11 @@ class ToolResults:
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResults
 
 
-@dataclass(kw_only=True, frozen=True)
+@dataclass(frozen=True)
 class ForcedTool:
-    """``tool_choice`` that forces one tool (e.g. for structured extraction)."""
+    """``tool_choice`` that forces one tool (e.g. for structured extraction):
+    ``ForcedTool("invoices.record")`` or ``ForcedTool(name=...)`` (one field, so
+    positional too, as the docs write it)."""
 
     name: str
 
