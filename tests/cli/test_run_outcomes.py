@@ -14,6 +14,7 @@ import pytest
 from callgate.agent import ScriptedModel, call, reply
 from callgate.agent.messages import ModelRequest, ModelResponse
 from callgate.agent.model import Model, ModelError
+from callgate.agent.names import OPENAI_NAMES
 
 from .conftest import Cli
 
@@ -120,3 +121,19 @@ def test_a_provider_sdk_not_installed_says_how_to_install_it(
         "callgate: error: --provider openai-compatible needs callgate's extra 'openai'"
     )
     assert "pip install -e '.[openai]'" in result.stderr
+
+
+def test_what_the_model_reads_names_tools_as_its_provider_does(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As the OpenAI adapter: the model knows ops__deploy_status, never ops.deploy_status.
+    model = ScriptedModel([call("ops__deploy_statu", {"deploy_id": "D-1"}), reply("Sorry.")])
+    model.name_rule = OPENAI_NAMES  # type: ignore[attr-defined]
+    use(monkeypatch, model)
+
+    result = cli(*RUN)
+
+    [fed_back] = model.requests[1].messages[-1].results  # type: ignore[union-attr]
+    assert fed_back.content.startswith("Unknown tool 'ops__deploy_statu'. Did you mean ")
+    assert "'ops__deploy_status'" in fed_back.content and "ops." not in fed_back.content
+    assert "Did you mean 'ops__deploy_status'" in result.stdout

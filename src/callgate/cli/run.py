@@ -100,6 +100,9 @@ class _Waiting:
         self._model = model
         self._out = out
         self.name = model.name
+        # The loop names tools in every text the model reads as the model's adapter
+        # does (``ops__deploy_status``): the wrapper must not hide its rule.
+        self.name_rule = getattr(model, "name_rule", None)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         with self._status():
