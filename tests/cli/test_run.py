@@ -130,7 +130,7 @@ async def test_run_against_a_local_openai_compatible_server(tmp_path: Path) -> N
     out = done.stdout.decode()
 
     assert done.returncode == 0, done.stderr.decode()
-    assert "call   ops.deploy_status" in out and "D-1 is running fine." in out
+    assert "call    ops.deploy_status" in out and "D-1 is running fine." in out
     assert "2 model requests, 100 tokens in / 20 out" in out
     first, second = fake.requests
     assert first["model"] == "fake-model"

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from callgate.agent import ScriptedModel, call, reply
-from callgate.agent.messages import ModelRequest, ModelResponse
+from callgate.agent.messages import ModelRequest, ModelResponse, ToolCall, Usage
 from callgate.agent.model import Model, ModelError
 from callgate.agent.names import OPENAI_NAMES
 
@@ -137,3 +137,21 @@ def test_what_the_model_reads_names_tools_as_its_provider_does(
     assert fed_back.content.startswith("Unknown tool 'ops__deploy_statu'. Did you mean ")
     assert "'ops__deploy_status'" in fed_back.content and "ops." not in fed_back.content
     assert "Did you mean 'ops__deploy_status'" in result.stdout
+
+
+def test_the_stream_keeps_labels_apart_and_shows_what_the_model_sent(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    not_json = '{"deploy_id": "D-1"'  # cut off: no closing brace
+    bad = ToolCall(id="c1", name="ops.deploy_status", raw_arguments=not_json)
+    turn = ModelResponse(parts=(bad,), stop_reason="tool_use", usage=Usage())
+    use(monkeypatch, ScriptedModel([turn, STATUS]))
+
+    result = cli(*RUN, "--max-turns", "2")
+
+    lines = [line.rstrip() for line in result.stdout.splitlines()]
+    assert f"call    ops.deploy_status {not_json}" in lines
+    assert "stopped turn limit (2) reached" in lines
+    # An error's next step sits under its message, not at the start of the line.
+    [next_step] = [line for line in lines if "Next step:" in line]
+    assert next_step.startswith(" " * 11 + "Next step:")

@@ -364,7 +364,14 @@ class Agent:
         return spec is not None and spec.risk is RiskTier.READ
 
     async def _call(self, run: RunState, call: ToolCall) -> Envelope:
-        self._emit(run, "call", call.name, call_id=call.id, arguments=dict(call.arguments))
+        self._emit(
+            run,
+            "call",
+            call.name,
+            call_id=call.id,
+            arguments=dict(call.arguments),
+            raw_arguments=call.raw_arguments,
+        )
         arguments: Mapping[str, Any] | str = (
             call.raw_arguments if call.raw_arguments is not None else call.arguments
         )

@@ -44,6 +44,7 @@ from callgate.cli._context import (
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from callgate.agent.loop import RunEvent, RunLimits, RunResult
     from callgate.agent.messages import ModelRequest, ModelResponse
@@ -65,6 +66,19 @@ def _short(value: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _line(label: str, style: str, text: str, *, width: int = 7) -> Table:
+    """``label`` (in a column at least ``width`` wide) and ``text`` beside it: every
+    line of ``text`` after the first, wrapped or not, stays under the first."""
+    from rich.table import Table
+    from rich.text import Text
+
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(min_width=width, no_wrap=True, style=style)
+    grid.add_column(overflow="fold")
+    grid.add_row(label, Text(text))
+    return grid
+
+
 class _Printer:
     """Streams run events to the terminal, one line (or block) each."""
 
@@ -72,24 +86,24 @@ class _Printer:
         self.out = out
 
     def __call__(self, event: RunEvent) -> None:
-        from rich.text import Text
-
         out = self.out
         if event.kind == "text":
-            out.print(Text("model  ", style="bold cyan") + Text(event.text))
+            out.print(_line("model", "bold cyan", event.text))
         elif event.kind == "call":
-            args = _short(event.data.get("arguments", {}))
-            out.print(Text("call   ", style="bold") + Text(f"{event.text} {args}"))
+            raw = event.data.get("raw_arguments")
+            # Arguments that were not a JSON object are shown as the model sent them.
+            args = _short(raw) if isinstance(raw, str) else _short(event.data.get("arguments", {}))
+            out.print(_line("call", "bold", f"{event.text} {args}"))
         elif event.kind == "result":
             status = str(event.data.get("status", ""))
             style = "green" if status == "ok" else "yellow" if "pending" in status else "red"
-            out.print(Text(f"  {status:<8}", style=style) + Text(_short(event.text)))
+            out.print(_line(f"  {status}", style, _short(event.text), width=10))
         elif event.kind == "waiting":
-            out.print(Text("waiting ", style="bold yellow") + Text(event.text))
+            out.print(_line("waiting", "bold yellow", event.text))
         elif event.kind == "done":
-            out.print(Text("done   ", style="bold green") + Text(event.text))
+            out.print(_line("done", "bold green", event.text))
         else:
-            out.print(Text(f"{event.kind:<7}", style="bold red") + Text(event.text))
+            out.print(_line(event.kind, "bold red", event.text))
 
 
 class _Waiting:
