@@ -169,7 +169,7 @@ def test_the_approval_story_runs(tmp_path: Path, user_env: dict[str, str]) -> No
     assert "Autumn Sale_Search_Retarget" in find
     assert "An approval request has been filed: apr_" in " ".join(parked.split())
     assert '"daily_budget_after": 2160' in shown
-    assert re.search(r"approvals approve\|deny apr_\w+ --principal WHO --tenant acme", shown)
+    assert re.search(r"approvals approve\|deny apr_[\w-]+ --principal WHO --tenant acme", shown)
     assert "approved apr_" in approved
     assert "approved by bob@acme.example: Q4 push agreed" in applied
     assert '"state": "applied"' in status
