@@ -11,8 +11,10 @@ from callgate.agent.messages import (
     ToolResult,
     ToolResults,
     UserMessage,
+    call_ids,
     message_from_json,
     message_to_json,
+    unique_call_ids,
 )
 from callgate.agent.names import ANTHROPIC_NAMES, GEMINI_NAMES, OPENAI_NAMES, NameMap
 
@@ -59,3 +61,25 @@ def test_messages_round_trip_through_json() -> None:
     assert [message_from_json(message_to_json(m)) for m in messages] == messages
     with pytest.raises(ValueError, match="unknown message role"):
         message_from_json({"role": "robot"})
+
+
+def test_every_call_of_a_run_gets_an_id_no_other_call_has() -> None:
+    earlier = [AssistantMessage(parts=(ToolCall(id="call_0", name="a"),))]
+    message = AssistantMessage(
+        parts=(
+            Text(text="Checking."),
+            ToolCall(id="call_1", name="a"),
+            ToolCall(id="call_1", name="b"),  # the same id twice in a turn
+            ToolCall(id="call_0", name="c"),  # an id of an earlier turn
+            ToolCall(id="", name="d"),  # none
+        )
+    )
+
+    fixed = unique_call_ids(message, call_ids(earlier))
+
+    ids = [call.id for call in fixed.tool_calls]
+    assert ids[0] == "call_1"  # a unique id is the provider's, kept for its reply
+    assert len(set(ids) | {"call_0"}) == 5
+    assert [call.name for call in fixed.tool_calls] == ["a", "b", "c", "d"]
+    assert fixed.parts[0] == Text(text="Checking.")
+    assert unique_call_ids(fixed, call_ids(earlier)) == fixed  # stable once unique

@@ -460,3 +460,80 @@ def test_every_bfcl_name_maps_to_an_openai_name_and_back() -> None:
     assert [prepared.call(id="c", name=n, arguments="{}").name for n in sent] == [
         t.name for t in tools
     ]
+
+
+def tool_turn() -> ModelRequest:
+    return ModelRequest(
+        messages=(
+            UserMessage(content="go"),
+            AssistantMessage(
+                parts=(ToolCall(id="c1", name="ops.deploy_status", arguments={"deploy_id": "D-1"}),)
+            ),
+            ToolResults(
+                results=(ToolResult(call_id="c1", name="ops.deploy_status", content="{}"),)
+            ),
+        ),
+        tools=(DEPLOY,),
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "content", "name"),
+    [
+        ({}, None, "openai:gpt-test"),  # OpenAI's own documented form
+        ({"base_url": "https://api.openai.com/v1"}, None, "openai:gpt-test"),
+        # Any other host is a compatible server: llama.cpp's refuses null.
+        ({"base_url": "http://127.0.0.1:8080/v1"}, "", "openai-compatible:gpt-test"),
+        ({"base_url": "https://llm.internal.example/v1"}, "", "openai-compatible:gpt-test"),
+    ],
+)
+async def test_a_tool_only_assistant_message_has_the_content_its_server_reads(
+    options: dict[str, Any], content: str | None, name: str
+) -> None:
+    wire = Wire(completion({"content": "ok"}))
+    model = OpenAIChatModel("gpt-test", client=wire.client(**options))
+    await model.request(tool_turn())
+    assistant = wire.sent["messages"][1]
+    assert assistant["role"] == "assistant" and assistant["content"] == content
+    assert model.name == name
+
+
+async def test_compatible_can_be_said_outright() -> None:
+    wire = Wire(completion({"content": "ok"}))
+    model = OpenAIChatModel("gpt-test", client=wire.client(), compatible=True)
+    await model.request(tool_turn())
+    assert wire.sent["messages"][1]["content"] == ""
+    assert wire.sent["max_tokens"] == 4096
+
+
+async def test_a_vllm_context_error_says_what_to_lower() -> None:
+    answer = error(
+        400,
+        "This model's maximum context length is 2048 tokens. However, you requested "
+        "4196 tokens (100 in the messages, 4096 in the completion).",
+        "BadRequestError",
+        None,
+    )
+    model = OpenAIChatModel("m", client=Wire(answer).client(base_url="http://127.0.0.1:8000/v1"))
+    with pytest.raises(ModelError) as raised:
+        await model.request(ModelRequest(messages=(UserMessage(content="go"),), max_tokens=4096))
+    assert "lower the output budget (4096 tokens a request; --max-output-tokens" in str(
+        raised.value
+    )
+    assert raised.value.retryable is False
+
+
+async def test_an_unrelated_400_gets_no_context_hint() -> None:
+    answer = error(400, "Invalid schema for function 'x'", "invalid_request_error", None)
+    model = OpenAIChatModel("m", client=Wire(answer).client())
+    with pytest.raises(ModelError) as raised:
+        await model.request(ModelRequest(messages=(UserMessage(content="go"),)))
+    assert "output budget" not in str(raised.value)
+
+
+def test_the_openai_compatible_provider_is_compatible_whatever_its_url() -> None:
+    from callgate.agent.providers import make_model
+
+    model = make_model("openai-compatible", "m", base_url="https://api.openai.com/v1")
+    assert isinstance(model, OpenAIChatModel) and model.compatible
+    assert model.name == "openai-compatible:m"

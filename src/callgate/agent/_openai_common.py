@@ -88,17 +88,36 @@ class OpenAIModelBase:
         base_url: str | None = None,
         strict: bool = False,
         max_retries: int = 2,
+        compatible: bool | None = None,
     ) -> None:
         self.model = model
-        self.compatible = base_url is not None
-        self.name = f"{self.names[1] if self.compatible else self.names[0]}:{model}"
-        self.strict = strict
         self.client = client or make_client(
             api_key=api_key, base_url=base_url, max_retries=max_retries
         )
+        self.compatible = (
+            compatible if compatible is not None else is_compatible(str(self.client.base_url))
+        )
+        self.name = f"{self.names[1] if self.compatible else self.names[0]}:{model}"
+        self.strict = strict
 
 
-def model_error(error: openai.APIError, *, api_key: str | None, compatible: bool) -> ModelError:
+OPENAI_HOST = "api.openai.com"
+
+
+def is_compatible(base_url: str) -> bool:
+    """Whether ``base_url`` is an OpenAI-compatible server rather than OpenAI's own
+    API: any host but OpenAI's is (vLLM, llama.cpp, Ollama, gateways), and gets
+    the forms every such server reads (``"content": ""``, ``max_tokens``)."""
+    return urlsplit(base_url).hostname != OPENAI_HOST
+
+
+def model_error(
+    error: openai.APIError,
+    *,
+    api_key: str | None,
+    compatible: bool,
+    max_tokens: int | None = None,
+) -> ModelError:
     """``error`` as the loop sees it: retryable for rate limits, overload, 5xx,
     timeouts and connection errors; the text never holds the key.
 
@@ -122,6 +141,8 @@ def model_error(error: openai.APIError, *, api_key: str | None, compatible: bool
             message += "" if compatible else f" ({API_KEY_ENV})"
         else:
             message += f": {detail or error.message}"
+        if status == 400 and _context_exceeded(code, detail):
+            message += _CONTEXT_HINT.format(max_tokens=max_tokens or "?")
         # The SDK's own retry policy: request timeout, lock timeout, rate limit, 5xx.
         retryable = status in (408, 409, 429) or status >= 500
     elif isinstance(error, openai.APITimeoutError):
@@ -133,6 +154,21 @@ def model_error(error: openai.APIError, *, api_key: str | None, compatible: bool
     if api_key:
         message = message.replace(api_key, "[redacted]")
     return ModelError(_KEY_TEXT.sub("[redacted]", message), retryable=retryable, status=status)
+
+
+_CONTEXT_HINT = (
+    ". The request does not fit the model's context window: lower the output "
+    "budget ({max_tokens} tokens a request; --max-output-tokens, or "
+    "RunLimits(max_tokens_per_request=...)), or start a shorter conversation "
+    "or offer fewer tools"
+)
+_CONTEXT_WORDS = re.compile(r"context (length|window|size)|maximum context", re.IGNORECASE)
+
+
+def _context_exceeded(code: str | None, detail: str | None) -> bool:
+    """OpenAI and llama.cpp send the code ``context_length_exceeded``; vLLM a 400
+    whose text speaks of the maximum context length."""
+    return code == "context_length_exceeded" or bool(detail and _CONTEXT_WORDS.search(detail))
 
 
 def _request_url(error: openai.APIError) -> str | None:
@@ -217,25 +253,37 @@ class Tools:
             if converted is not None:
                 self._strict[tool.name] = converted
 
-    def call(self, *, id: str, name: str, arguments: str | None) -> ToolCall:
+    def call(self, *, id: object, name: object, arguments: object) -> ToolCall:
         """A model's call in callgate's terms: the name mapped back, the arguments
         parsed (and, for a strict tool, restored to the original schema's form).
 
-        Arguments that are not a JSON object stay as text in ``raw_arguments``
-        (with empty ``arguments``), for the loop to answer with an error the
-        model can fix.
+        The API sends arguments as JSON text; some compatible servers send the
+        object itself, which is taken as it is. Arguments that are not a JSON
+        object stay as text in ``raw_arguments`` (with empty ``arguments``), for
+        the loop to answer with an error the model can fix; so does any other
+        shape (a missing name becomes ``""``, which the gate refuses). A missing
+        or non-text id becomes ``""``: the loop gives the call one of its own.
         """
-        tool_name = self.names.from_provider(name)
-        text = arguments or ""
-        if not text.strip():
-            return ToolCall(id=id, name=tool_name, arguments={})  # some servers send ""
-        try:
-            parsed = json.loads(text)
-        except ValueError:
-            parsed = None
-        if not isinstance(parsed, dict):
-            return ToolCall(id=id, name=tool_name, arguments={}, raw_arguments=text)
+        call_id = id if isinstance(id, str) else ""
+        tool_name = self.names.from_provider(name) if isinstance(name, str) else ""
+        parsed: object
+        if isinstance(arguments, Mapping):
+            parsed = dict(arguments)
+        elif arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+            return ToolCall(id=call_id, name=tool_name, arguments={})  # some servers send ""
+        elif isinstance(arguments, str):
+            try:
+                parsed = json.loads(arguments)
+            except ValueError:
+                parsed = None
+            if not isinstance(parsed, dict):
+                return ToolCall(id=call_id, name=tool_name, arguments={}, raw_arguments=arguments)
+        else:
+            raw = json.dumps(arguments, ensure_ascii=False, default=str)
+            return ToolCall(id=call_id, name=tool_name, arguments={}, raw_arguments=raw)
+        assert isinstance(parsed, dict)
+        parsed = {str(key): value for key, value in parsed.items()}
         strict = self._strict.get(tool_name)
         if strict is not None:
             parsed = strict.restore(parsed)
-        return ToolCall(id=id, name=tool_name, arguments=parsed)
+        return ToolCall(id=call_id, name=tool_name, arguments=parsed)

@@ -49,7 +49,9 @@ from callgate.agent.messages import (
     ToolDef,
     ToolResults,
     UserMessage,
+    call_ids,
     message_to_json,
+    unique_call_ids,
 )
 from callgate.agent.model import Model, ModelError
 from callgate.agent.names import NameRule, ProviderNames
@@ -95,6 +97,27 @@ def _usable_builtins(run: RunState) -> list[str]:
     if any(envelope.get("status") == Status.PENDING_APPROVAL.value for envelope in envelopes):
         usable.append(APPROVAL_STATUS_TOOL)
     return usable
+
+
+def _ending(response: ModelResponse, limits: RunLimits) -> tuple[RunStatus, str]:
+    """How a run ends on an answer without tool calls: only a text answer the
+    model finished is a success; an empty, cut-off or refused one is not."""
+    stop = response.stop_reason
+    if stop == "max_tokens":
+        return "stopped", (
+            f"the answer was cut off at the output token limit ({limits.max_tokens_per_request} "
+            "tokens a request): raise it (RunLimits.max_tokens_per_request, "
+            "callgate run --max-output-tokens)"
+        )
+    if stop == "refusal":
+        return "failed", "the model refused to answer"
+    if stop == "tool_use":
+        return "failed", "the model stopped to call a tool but sent no call callgate can make"
+    if not response.message.text.strip():
+        return "failed", f"the model's answer was empty (stop reason: {stop})"
+    if stop != "end_turn":
+        return "failed", f"the model stopped for a reason callgate does not know ({stop})"
+    return "completed", "the model answered"
 
 
 class Agent:
@@ -229,13 +252,13 @@ class Agent:
         while True:
             self._check_limits(run)
             response = await self._ask(run)
-            message = response.message
+            message = unique_call_ids(response.message, call_ids(run.messages))
             run.messages.append(message)
             if message.text:
                 self._emit(run, "text", message.text)
             calls = message.tool_calls
             if not calls:
-                return "completed", "the model answered"
+                return _ending(response, self.limits)
             if run.usage.tool_calls + len(calls) > self.limits.max_tool_calls:
                 raise _Stop(
                     "stopped",

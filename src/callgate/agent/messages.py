@@ -17,7 +17,7 @@ All of them are frozen dataclasses and convert to JSON (:func:`message_to_json`,
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
 __all__ = [
@@ -36,8 +36,10 @@ __all__ = [
     "ToolResults",
     "Usage",
     "UserMessage",
+    "call_ids",
     "message_from_json",
     "message_to_json",
+    "unique_call_ids",
 ]
 
 
@@ -198,6 +200,45 @@ class ModelResponse:
     @property
     def message(self) -> AssistantMessage:
         return AssistantMessage(parts=self.parts)
+
+
+def unique_call_ids(message: AssistantMessage, taken: set[str]) -> AssistantMessage:
+    """``message`` with an id for every call that no other call of the run has.
+
+    Results are paired with calls by id, and a write's idempotency key is made of
+    it: a provider that sends no id, or the same id twice (some OpenAI-compatible
+    servers do), would otherwise get one call's result for two calls. A call
+    whose id is missing or already in ``taken`` (the ids of the run so far,
+    updated here) gets a generated one (``call_cg<n>``); the provider's ids are
+    kept wherever they are unique, so its reply names what it sent. The next
+    request carries the generated ids in the assistant message and in the
+    results, so the pairing holds on the wire too (by position for servers that
+    read no ids).
+    """
+    parts: list[Part] = []
+    for part in message.parts:
+        if isinstance(part, ToolCall):
+            call_id = part.id if isinstance(part.id, str) else ""
+            if not call_id or call_id in taken:
+                number = len(taken) + 1
+                while f"call_cg{number}" in taken:
+                    number += 1
+                call_id = f"call_cg{number}"
+            taken.add(call_id)
+            if call_id != part.id:
+                part = replace(part, id=call_id)
+        parts.append(part)
+    return AssistantMessage(parts=tuple(parts))
+
+
+def call_ids(messages: Sequence[Message]) -> set[str]:
+    """The ids of every call in ``messages``."""
+    return {
+        call.id
+        for message in messages
+        if isinstance(message, AssistantMessage)
+        for call in message.tool_calls
+    }
 
 
 # -- JSON -----------------------------------------------------------------------

@@ -19,17 +19,36 @@ How callgate's representation maps to the API:
   ``assistant`` message with ``content`` and ``tool_calls`` (arguments as JSON
   text); :class:`ToolResults` -> one ``tool`` message per result, in order,
   with ``tool_call_id``; an error result's text starts with ``ERROR: ``
-  (``role: tool`` has no error flag).
+  (``role: tool`` has no error flag). A turn of calls without text has
+  ``"content": null`` for OpenAI (its documented form) and ``"content": ""``
+  for a compatible server (llama.cpp's refuses null and fails without the key;
+  vLLM and Ollama read ``""``). Call ids are the loop's (the provider's own
+  where it sent unique ones; see :func:`~callgate.agent.messages.unique_call_ids`),
+  so the assistant message and the results always pair.
+- A server is "compatible" when its base URL (the client's) is not OpenAI's own
+  API; ``compatible=`` says it outright (a gateway in front of OpenAI, say).
 - ``tool_choice`` -> ``auto`` / ``required`` (for ``any``) / ``none`` /
   ``{"type": "function", "function": {"name": ...}}``; ``parallel_tool_calls``
   only with tools (the API refuses it without).
 - ``max_tokens`` -> ``max_completion_tokens`` for OpenAI (reasoning models refuse
   ``max_tokens``), ``max_tokens`` for compatible servers (which all read it, not
   all read the newer name).
+- The response is read from its JSON, whatever shape a server gives it:
+  arguments sent as an object are taken as they are, any other shape (a list, a
+  number, a call without a name) reaches the gate as text it refuses, so the
+  model gets an error it can fix; an answer that cannot be read at all (a
+  ``message`` that is not an object) is a :class:`ModelError`, never a traceback.
 - ``finish_reason``: ``stop`` -> ``end_turn`` (``tool_use`` if the message holds
-  tool calls: some servers say ``stop`` then), ``tool_calls`` -> ``tool_use``,
-  ``length`` -> ``max_tokens``, ``content_filter`` -> ``refusal``; a refusal
-  text becomes a text part with stop reason ``refusal``.
+  tool calls: some servers say ``stop`` then; missing, with content, ->
+  ``end_turn``), ``tool_calls`` -> ``tool_use`` (also when its only calls are of
+  a type callgate does not offer, such as ``custom``: they are dropped),
+  ``length`` -> ``max_tokens``, ``content_filter`` -> ``refusal``, anything else
+  -> ``other``; a refusal text becomes a text part with stop reason ``refusal``.
+  No choices at all -> no parts, ``other``. The loop decides what each means for
+  the run (:mod:`callgate.agent.loop`: only a finished text answer completes it).
+- A 400 that says the request does not fit the model's context
+  (``context_length_exceeded``, or vLLM's "maximum context length") names the
+  output budget to lower.
 """
 
 from __future__ import annotations
@@ -52,10 +71,12 @@ from callgate.agent.messages import (
     Part,
     StopReason,
     Text,
+    ToolCall,
     ToolResults,
     Usage,
     UserMessage,
 )
+from callgate.agent.model import ModelError
 
 try:
     import openai
@@ -99,6 +120,9 @@ class OpenAIChatModel(OpenAIModelBase):
             asks for it too).
         max_retries: the SDK's own retries of rate limits, overload and
             connection errors, with its backoff, before a :class:`ModelError`.
+        compatible: whether the server is an OpenAI-compatible one (``""``
+            content beside tool calls, ``max_tokens``) rather than OpenAI's
+            API; default: any base URL whose host is not OpenAI's API is one.
 
     Raises:
         ValueError: no client, no base URL, no ``api_key`` and ``OPENAI_API_KEY`` unset.
@@ -122,13 +146,26 @@ class OpenAIChatModel(OpenAIModelBase):
         options[limit] = request.max_tokens
         try:
             completion = await self.client.chat.completions.create(
-                model=self.model, messages=_messages(request, tools), **options
+                model=self.model,
+                messages=_messages(request, tools, compatible=self.compatible),
+                **options,
             )
         except openai.APIError as error:
             raise model_error(
-                error, api_key=self.client.api_key, compatible=self.compatible
+                error,
+                api_key=self.client.api_key,
+                compatible=self.compatible,
+                max_tokens=request.max_tokens,
             ) from None
-        return _response(completion, tools)
+        try:
+            return _response(completion, tools)
+        except (AttributeError, TypeError, ValueError, KeyError) as error:
+            # A server's answer in a shape the API never has: the run fails (and
+            # is saved) with what was wrong, rather than with a traceback.
+            api = "OpenAI-compatible server" if self.compatible else "OpenAI API"
+            raise ModelError(
+                f"the {api}'s answer could not be read ({type(error).__name__}: {error})"
+            ) from None
 
 
 def _tool(tool: OpenAITool) -> ChatCompletionFunctionToolParam:
@@ -150,7 +187,9 @@ def _tool_choice(request: ModelRequest, tools: Tools) -> ChatCompletionToolChoic
     return "required" if choice == "any" else choice
 
 
-def _messages(request: ModelRequest, tools: Tools) -> list[ChatCompletionMessageParam]:
+def _messages(
+    request: ModelRequest, tools: Tools, *, compatible: bool
+) -> list[ChatCompletionMessageParam]:
     messages: list[ChatCompletionMessageParam] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
@@ -158,9 +197,13 @@ def _messages(request: ModelRequest, tools: Tools) -> list[ChatCompletionMessage
         if isinstance(message, UserMessage):
             messages.append({"role": "user", "content": message.content})
         elif isinstance(message, AssistantMessage):
+            # OpenAI documents null content beside tool calls; llama.cpp's server
+            # refuses null (500) and its templates fail without the key, while ""
+            # is read by every compatible server (vLLM, Ollama, llama.cpp).
+            text: str | None = message.text if compatible else message.text or None
             assistant: ChatCompletionAssistantMessageParam = {
                 "role": "assistant",
-                "content": message.text or None,
+                "content": text,
             }
             if message.tool_calls:
                 assistant["tool_calls"] = [
@@ -184,34 +227,57 @@ def _messages(request: ModelRequest, tools: Tools) -> list[ChatCompletionMessage
 
 
 def _response(completion: ChatCompletion, tools: Tools) -> ModelResponse:
-    raw = completion.to_dict()
-    if not completion.choices:
+    # Read from the JSON as the server sent it: the SDK does not validate a
+    # response, and compatible servers send shapes its types do not have.
+    raw = completion.to_dict(warnings=False)
+    choices = raw.get("choices")
+    if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
         return ModelResponse(parts=(), stop_reason="other", model=completion.model, raw=raw)
-    choice = completion.choices[0]
-    message = choice.message
+    choice = choices[0]
+    message = choice.get("message") or {}
     parts: list[Part] = []
-    if message.content:
-        parts.append(Text(text=message.content))
-    if message.refusal:
-        parts.append(Text(text=message.refusal))
-    for call in message.tool_calls or ():
-        if call.type == "function":  # custom (free-text) tools are not callgate's
-            parts.append(
-                tools.call(id=call.id, name=call.function.name, arguments=call.function.arguments)
+    content, refusal = message.get("content"), message.get("refusal")
+    if content and isinstance(content, str):
+        parts.append(Text(text=content))
+    if refusal and isinstance(refusal, str):
+        parts.append(Text(text=refusal))
+    unusable = False
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        # Custom (free-text) tools are not callgate's, and a call without a
+        # function cannot be answered as one.
+        if not isinstance(function, dict) or call.get("type", "function") != "function":
+            unusable = True
+            continue
+        parts.append(
+            tools.call(
+                id=call.get("id"), name=function.get("name"), arguments=function.get("arguments")
             )
-    stop = _STOP_REASONS.get(choice.finish_reason or "", "other")
-    if message.refusal:
+        )
+    finish = choice.get("finish_reason")
+    stop = _STOP_REASONS.get(finish if isinstance(finish, str) else "", "other")
+    if finish is None and parts:
+        stop = "end_turn"  # some servers leave it out of a finished answer
+    if refusal:
         stop = "refusal"
-    elif stop == "end_turn" and any(not isinstance(p, Text) for p in parts):
-        stop = "tool_use"
-    usage = completion.usage
+    elif any(isinstance(p, ToolCall) for p in parts):
+        stop = "tool_use"  # some servers say "stop" for a turn of tool calls
+    elif unusable and stop in ("end_turn", "tool_use"):
+        stop = "tool_use"  # a tool turn with no call callgate can make
+    usage = raw.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
     return ModelResponse(
         parts=tuple(parts),
         stop_reason=stop,
         usage=Usage(
-            input_tokens=usage.prompt_tokens if usage else 0,
-            output_tokens=usage.completion_tokens if usage else 0,
+            input_tokens=_count(usage.get("prompt_tokens")),
+            output_tokens=_count(usage.get("completion_tokens")),
         ),
-        model=completion.model,
+        model=completion.model if isinstance(completion.model, str) else None,
         raw=raw,
     )
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -94,6 +94,8 @@ class OpenAIResponsesModel(OpenAIModelBase):
             asks for it too).
         max_retries: the SDK's own retries of rate limits, overload and
             connection errors, with its backoff, before a :class:`ModelError`.
+        compatible: whether the server is another one than OpenAI's API;
+            default: any base URL whose host is not OpenAI's API is.
 
     Raises:
         ValueError: no client, no base URL, no ``api_key`` and ``OPENAI_API_KEY`` unset.
@@ -125,9 +127,19 @@ class OpenAIResponsesModel(OpenAIModelBase):
             )
         except openai.APIError as error:
             raise model_error(
-                error, api_key=self.client.api_key, compatible=self.compatible
+                error,
+                api_key=self.client.api_key,
+                compatible=self.compatible,
+                max_tokens=request.max_tokens,
             ) from None
-        return _response(response, tools)
+        try:
+            return _response(response, tools)
+        except (AttributeError, TypeError, ValueError, KeyError) as error:
+            # An answer in a shape the API never has: the run fails (and is
+            # saved) with what was wrong, rather than with a traceback.
+            raise ModelError(
+                f"the server's answer could not be read ({type(error).__name__}: {error})"
+            ) from None
 
 
 def _tool(tool: OpenAITool) -> FunctionToolParam:

@@ -104,5 +104,9 @@ def make_model(provider: str, model: str, *, base_url: str | None = None) -> Mod
             f"{provider} needs its SDK: pip install 'callgate[{found.extra}]' ({exc})"
         ) from exc
     factory = getattr(module, found.cls)
+    if provider == "openai-compatible":
+        # Said outright: the wire forms compatible servers read, whatever the URL.
+        compatible: Model = factory(model, api_key=key, base_url=base_url, compatible=True)
+        return compatible
     built: Model = factory(model, api_key=key, base_url=base_url)
     return built

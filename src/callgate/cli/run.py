@@ -234,6 +234,15 @@ def run(
             show_default=False,
         ),
     ] = None,
+    max_output_tokens: Annotated[
+        int,
+        typer.Option(
+            "--max-output-tokens",
+            min=1,
+            metavar="N",
+            help="Output tokens the model may write per request (lower it for a small context).",
+        ),
+    ] = 4096,
     wall_time: Annotated[
         float,
         typer.Option(
@@ -271,6 +280,7 @@ def run(
             max_turns=max_turns,
             max_tool_calls=max_tool_calls,
             max_tokens=max_tokens,
+            max_tokens_per_request=max_output_tokens,
             wall_time=wall_time,
             concurrent_reads=not sequential,
         )
