@@ -100,7 +100,8 @@ def test_waiting_for_the_model_shows_a_spinner_on_a_terminal(
     piped = cli(*RUN)
 
     assert "waiting for scripted" in on_terminal.stderr
-    assert piped.stderr == ""
+    # Piped: no spinner (a loaded machine may still log a stalled-loop warning).
+    assert "waiting for" not in piped.stderr
 
 
 def test_a_provider_sdk_not_installed_says_how_to_install_it(

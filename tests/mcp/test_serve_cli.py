@@ -163,3 +163,22 @@ async def test_accepted_connections_send_without_waiting_for_acks() -> None:
                 ]
             server.should_exit = True
     assert flags and all(flags), flags
+
+
+def test_server_logs_go_to_the_stderr_of_the_moment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-line handler is installed once per process; a stream it was made
+    with and that is closed since (a test runner's) must not break later logs."""
+    import io
+    import logging
+
+    from callgate.cli import serve as serve_cli
+
+    first = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    serve_cli._one_line_logs()
+    first.close()
+    later = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", later)
+    logging.getLogger("callgate.test").warning("the loop stalled")
+    assert "the loop stalled" in later.getvalue()
+    assert "Logging error" not in later.getvalue()

@@ -184,13 +184,29 @@ class _OneLine(logging.Formatter):
         return " | ".join(line for line in text.splitlines() if line.strip())
 
 
+class _StderrNow(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler writing to whatever ``sys.stderr`` is when a record comes
+    (not the stream of the moment it was made, which may be closed since)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
 def _one_line_logs() -> None:
     """Warnings and errors of the server (callgate, the MCP SDK, uvicorn) on
     stderr, one line each; stdout stays the stdio transport's."""
     root = logging.getLogger()
     if any(isinstance(h.formatter, _OneLine) for h in root.handlers):
         return
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrNow()
     handler.setFormatter(_OneLine("callgate serve: %(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
     if root.level == logging.NOTSET or root.level > logging.WARNING:
