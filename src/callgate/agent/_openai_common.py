@@ -111,6 +111,13 @@ def is_compatible(base_url: str) -> bool:
     return urlsplit(base_url).hostname != OPENAI_HOST
 
 
+def unreadable(error: Exception, *, compatible: bool) -> ModelError:
+    """The error for an answer in a shape the API never has: the run fails (and is
+    saved) with what was wrong, rather than with a traceback."""
+    api = "OpenAI-compatible server" if compatible else "OpenAI API"
+    return ModelError(f"the {api}'s answer could not be read ({type(error).__name__}: {error})")
+
+
 def model_error(
     error: openai.APIError,
     *,

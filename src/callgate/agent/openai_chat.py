@@ -62,6 +62,7 @@ from callgate.agent._openai_common import (
     arguments_text,
     model_error,
     result_text,
+    unreadable,
 )
 from callgate.agent.messages import (
     AssistantMessage,
@@ -76,7 +77,6 @@ from callgate.agent.messages import (
     Usage,
     UserMessage,
 )
-from callgate.agent.model import ModelError
 
 try:
     import openai
@@ -160,12 +160,7 @@ class OpenAIChatModel(OpenAIModelBase):
         try:
             return _response(completion, tools)
         except (AttributeError, TypeError, ValueError, KeyError) as error:
-            # A server's answer in a shape the API never has: the run fails (and
-            # is saved) with what was wrong, rather than with a traceback.
-            api = "OpenAI-compatible server" if self.compatible else "OpenAI API"
-            raise ModelError(
-                f"the {api}'s answer could not be read ({type(error).__name__}: {error})"
-            ) from None
+            raise unreadable(error, compatible=self.compatible) from None
 
 
 def _tool(tool: OpenAITool) -> ChatCompletionFunctionToolParam:

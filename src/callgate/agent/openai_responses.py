@@ -41,6 +41,7 @@ from callgate.agent._openai_common import (
     arguments_text,
     model_error,
     result_text,
+    unreadable,
 )
 from callgate.agent.messages import (
     AssistantMessage,
@@ -135,11 +136,7 @@ class OpenAIResponsesModel(OpenAIModelBase):
         try:
             return _response(response, tools)
         except (AttributeError, TypeError, ValueError, KeyError) as error:
-            # An answer in a shape the API never has: the run fails (and is
-            # saved) with what was wrong, rather than with a traceback.
-            raise ModelError(
-                f"the server's answer could not be read ({type(error).__name__}: {error})"
-            ) from None
+            raise unreadable(error, compatible=self.compatible) from None
 
 
 def _tool(tool: OpenAITool) -> FunctionToolParam:

@@ -188,9 +188,6 @@ class _StderrNow(logging.StreamHandler):  # type: ignore[type-arg]
     """A stream handler writing to whatever ``sys.stderr`` is when a record comes
     (not the stream of the moment it was made, which may be closed since)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-
     @property
     def stream(self) -> Any:
         return sys.stderr
