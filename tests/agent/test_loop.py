@@ -319,6 +319,40 @@ async def test_a_run_waiting_for_approval_waits_until_it_is_decided(ops: Ops) ->
     assert ops.ran == ["status D-1"]
 
 
+async def test_resuming_before_the_decision_counts_no_call_twice(ops: Ops) -> None:
+    async with Gate([ops.toolbox()], store=MemoryStore(), policy=POLICY) as gate:
+        first = await Agent(gate, ScriptedModel([_payment_turn()]), principal=ALICE).run("Pay")
+        for _ in range(2):  # impatient: resumed twice while nobody has decided
+            await Agent(gate, ScriptedModel([]), principal=ALICE).resume(first.run_id)
+        [approval_id] = first.pending_approvals
+        await (await gate.approvals()).approve(approval_id, by=Principal("bob", "acme"))
+        done = await Agent(gate, ScriptedModel([reply("Paid.")]), principal=ALICE).resume(
+            first.run_id
+        )
+
+    usage = done.usage
+    assert ops.ran == ["status D-1", "pay 5000", "status D-2"]
+    assert (usage.tool_calls, usage.approvals, usage.errors) == (3, 1, 0)
+    assert usage.outcomes == {"ok": 3} and usage.calls_by_risk == {"read": 2, "write_high_risk": 1}
+
+
+async def test_a_paused_run_keeps_its_model_url_but_never_a_secret_in_it(ops: Ops) -> None:
+    kept = {}
+    for url in ("http://127.0.0.1:8080/v1", "http://user:s3cret@127.0.0.1:8080/v1?key=k"):
+        model = ScriptedModel([_payment_turn()])
+        model.base_url = url  # type: ignore[attr-defined]  # as the provider adapters have
+        async with Gate([ops.toolbox()], store=MemoryStore(), policy=POLICY) as gate:
+            first = await Agent(gate, model, principal=ALICE).run("Pay")
+            record = await gate.store.get_run(first.run_id)
+        assert record is not None
+        kept[url] = record.state["base_url"]
+
+    assert kept == {
+        "http://127.0.0.1:8080/v1": "http://127.0.0.1:8080/v1",
+        "http://user:s3cret@127.0.0.1:8080/v1?key=k": None,
+    }
+
+
 async def test_a_model_error_fails_the_run_with_the_reason(ops: Ops) -> None:
     from callgate.agent import ModelError
 

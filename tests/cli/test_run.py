@@ -130,7 +130,10 @@ async def test_run_against_a_local_openai_compatible_server(tmp_path: Path) -> N
     out = done.stdout.decode()
 
     assert done.returncode == 0, done.stderr.decode()
-    assert "call    ops.deploy_status" in out and "D-1 is running fine." in out
+    assert "call    #1 ops.deploy_status" in out and "D-1 is running fine." in out
+    # The run id comes first (a slow model is silent for minutes), the result names its call.
+    assert out.lstrip().startswith("run     run_") and "openai-compatible:fake-model" in out
+    assert "  ok       #1 ops.deploy_status: " in out, out
     assert "2 model requests, 100 tokens in / 20 out" in out
     first, second = fake.requests
     assert first["model"] == "fake-model"
@@ -183,6 +186,42 @@ async def test_a_run_waits_for_approval_and_resumes_from_the_cli(tmp_path: Path)
     [request] = fake.requests
     result = request["messages"][-1]
     assert result["role"] == "tool" and '"status": "queued"' in result["content"]
+
+
+async def test_resume_alone_goes_back_to_the_same_server_and_counts_each_call_once(
+    tmp_path: Path,
+) -> None:
+    email = {"to": ["partner@example.org"], "subject": "Q4", "body": "Attached."}
+    run = ("--provider", "openai-compatible", "--model", "fake-model")
+    async with fake_openai([tool_call("send_email", email), text("Sent.")]) as (url, fake):
+        paused = await callgate_run(tmp_path, "Send the Q4 note", *run, "--base-url", url)
+        out = paused.stdout.decode()
+        run_id = out.split()[1]
+        # The hint is a command that works as printed: the store it ran with, no URL.
+        hint = f"callgate run --resume {run_id} --store sqlite:///{tmp_path / 'runs.db'}"
+        assert hint in " ".join(out.split()), out
+        # Resumed before anyone decided: still waiting, the call not counted again.
+        early = await callgate_run(tmp_path, "--resume", run_id, "--json")
+        assert early.returncode == 3, early.stdout.decode()
+        assert json.loads(early.stdout)["usage"]["tool_calls"] == 1
+        [approval_id] = json.loads(early.stdout)["pending_approvals"]
+
+        approve = [sys.executable, "-m", "callgate", "approvals", "approve", approval_id]
+        approve += ["--principal", "local", "--tenant", "acme", "--note", "fine"]
+        approve += ["--store", f"sqlite:///{tmp_path / 'runs.db'}"]
+        env = {**os.environ, "CALLGATE_DEMO_STATE": str(tmp_path / "demo.json")}
+        assert (await anyio.run_process(approve, env=env, check=False)).returncode == 0
+
+        # No --provider, --model or --base-url: the run kept them (never a key).
+        resumed = await callgate_run(tmp_path, "--resume", run_id, "--json")
+    finished = json.loads(resumed.stdout)
+
+    assert paused.returncode == 3
+    assert resumed.returncode == 0, resumed.stdout.decode() + resumed.stderr.decode()
+    assert finished["output"] == "Sent." and len(fake.requests) == 2
+    usage = finished["usage"]
+    assert (usage["tool_calls"], usage["approvals"], usage["errors"]) == (1, 1, 0)
+    assert usage["outcomes"] == {"ok": 1}
 
 
 async def test_an_unreachable_server_fails_the_run_naming_the_url_tried(tmp_path: Path) -> None:

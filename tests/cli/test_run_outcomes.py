@@ -151,7 +151,9 @@ def test_the_stream_keeps_labels_apart_and_shows_what_the_model_sent(
     result = cli(*RUN, "--max-turns", "2")
 
     lines = [line.rstrip() for line in result.stdout.splitlines()]
-    assert f"call    ops.deploy_status {not_json}" in lines
+    assert f"call    #1 ops.deploy_status {not_json}" in lines
+    assert any(line.startswith("  error    #1 ops.deploy_status: ") for line in lines)
+    assert any(line.startswith("  ok       #2 ops.deploy_status: ") for line in lines)
     assert "stopped turn limit (2) reached" in lines
     # An error's next step sits under its message, not at the start of the line.
     [next_step] = [line for line in lines if "Next step:" in line]

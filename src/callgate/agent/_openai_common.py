@@ -91,6 +91,7 @@ class OpenAIModelBase:
         compatible: bool | None = None,
     ) -> None:
         self.model = model
+        self.base_url = base_url
         self.client = client or make_client(
             api_key=api_key, base_url=base_url, max_retries=max_retries
         )

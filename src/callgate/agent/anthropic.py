@@ -114,6 +114,7 @@ class AnthropicModel:
         max_retries: int = 2,
     ) -> None:
         self.model = model
+        self.base_url = base_url
         self.name = f"anthropic:{model}"
         if client is None:
             api_key = api_key or os.environ.get(API_KEY_ENV)

@@ -117,6 +117,7 @@ class GeminiModel:
         base_url: str | None = None,
     ) -> None:
         self.model = model
+        self.base_url = base_url
         self.name = f"gemini:{model}"
         if client is None:
             key = api_key or next(

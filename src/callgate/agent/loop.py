@@ -99,6 +99,12 @@ def _usable_builtins(run: RunState) -> list[str]:
     return usable
 
 
+def _add(counts: dict[str, int], key: str, n: int) -> None:
+    counts[key] = counts.get(key, 0) + n
+    if not counts[key]:
+        del counts[key]
+
+
 def _ending(response: ModelResponse, limits: RunLimits) -> tuple[RunStatus, str]:
     """How a run ends on an answer without tool calls: only a text answer the
     model finished is a success; an empty, cut-off or refused one is not."""
@@ -217,6 +223,7 @@ class Agent:
 
     # -- the loop -------------------------------------------------------------
     async def _go(self, run: RunState) -> RunResult:
+        self._emit(run, "start", self.model.name, resumed=run.turn > 0)
         started = time.monotonic()
         spent_before = run.usage.seconds
         try:
@@ -427,31 +434,42 @@ class Agent:
         return envelope
 
     def _count(self, run: RunState, call: ToolCall, envelope: Envelope) -> None:
+        """Count ``call`` once in the run's usage, however often a resume makes it:
+        a call parked for approval counts as a call and an approval when it parks,
+        and its outcome is replaced by the final one when it ends."""
         usage = run.usage
-        usage.tool_calls += 1
-        spec = self.gate.registry.get(call.name)
-        risk = spec.risk.value if spec is not None else "unknown"
-        usage.calls_by_risk[risk] = usage.calls_by_risk.get(risk, 0) + 1
-        if envelope.status is Status.PENDING_APPROVAL:
-            outcome = "pending_approval"
-            usage.approvals += 1
-        elif envelope.error is not None:
-            outcome = envelope.error.kind.value
-            usage.errors += 1
+        pending = envelope.status is Status.PENDING_APPROVAL
+        if call.id in run.parked:
+            if pending:
+                return  # still waiting: counted already
+            run.parked.remove(call.id)
+            _add(usage.outcomes, "pending_approval", -1)
         else:
-            outcome = envelope.status.value
-        usage.outcomes[outcome] = usage.outcomes.get(outcome, 0) + 1
-        if envelope.status is not Status.PENDING_APPROVAL:
-            run.calls.append(
-                CallOutcome(
-                    call_id=call.id,
-                    name=call.name,
-                    arguments=dict(call.arguments),
-                    status=envelope.status.value,
-                    payload=envelope.payload if envelope.status is Status.OK else None,
-                    error_kind=envelope.error.kind.value if envelope.error else None,
-                )
+            usage.tool_calls += 1
+            spec = self.gate.registry.get(call.name)
+            _add(usage.calls_by_risk, spec.risk.value if spec is not None else "unknown", 1)
+        if pending:
+            run.parked.append(call.id)
+            usage.approvals += 1
+            _add(usage.outcomes, "pending_approval", 1)
+            return
+        if envelope.error is not None:
+            usage.errors += 1
+        _add(
+            usage.outcomes,
+            envelope.error.kind.value if envelope.error else envelope.status.value,
+            1,
+        )
+        run.calls.append(
+            CallOutcome(
+                call_id=call.id,
+                name=call.name,
+                arguments=dict(call.arguments),
+                status=envelope.status.value,
+                payload=envelope.payload if envelope.status is Status.OK else None,
+                error_kind=envelope.error.kind.value if envelope.error else None,
             )
+        )
 
     # -- results ----------------------------------------------------------------
     async def _save(self, run: RunState, status: RunStatus) -> None:
@@ -463,7 +481,7 @@ class Agent:
                 status=status,
                 created_at=run.created_at,
                 updated_at=_now(),
-                state=run.state(self.model.name),
+                state=run.state(self.model.name, base_url=getattr(self.model, "base_url", None)),
                 trace=run.trace,
             )
         )

@@ -57,7 +57,9 @@ class Model(Protocol):
     A model whose provider renames tools (``ops.deploy_status`` ->
     ``ops__deploy_status``) also has a ``name_rule`` attribute (a
     :class:`~callgate.agent.names.NameRule`): the loop then names tools that way
-    in every text the model reads (next steps, hints, descriptions).
+    in every text the model reads (next steps, hints, descriptions). The provider
+    adapters also have ``base_url`` (the endpoint given, None for the provider's
+    own), which a paused run keeps so that ``callgate run --resume`` needs no more.
     """
 
     name: str

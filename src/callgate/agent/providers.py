@@ -9,11 +9,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from callgate.agent.model import Model
 
-__all__ = ["PROVIDERS", "MissingCredentials", "Provider", "make_model"]
+__all__ = [
+    "PROVIDERS",
+    "MissingCredentials",
+    "Provider",
+    "keepable_url",
+    "make_model",
+    "provider_of",
+]
 
 
 class MissingCredentials(ValueError):
@@ -73,6 +81,33 @@ PROVIDERS: dict[str, Provider] = {
         ),
     )
 }
+
+
+def provider_of(model_name: str) -> tuple[str, str] | None:
+    """(provider, model) of a model named as adapters name themselves
+    (``openai-compatible:smollm2``), or None if no provider builds it.
+
+    A Responses model at another server names itself
+    ``openai-compatible-responses``: ``openai-responses`` with that base URL
+    builds it again.
+    """
+    prefix, _, model = model_name.partition(":")
+    prefix = {"openai-compatible-responses": "openai-responses"}.get(prefix, prefix)
+    if prefix not in PROVIDERS or not model:
+        return None
+    return prefix, model
+
+
+def keepable_url(base_url: str | None) -> str | None:
+    """``base_url`` if it can be kept with a run for its resume, else None: a URL
+    with credentials, a query or a fragment may hold a secret and is never stored
+    (the resume then needs ``--base-url`` again)."""
+    if not base_url:
+        return None
+    parts = urlsplit(base_url)
+    if parts.username or parts.password or parts.query or parts.fragment:
+        return None
+    return base_url
 
 
 def make_model(provider: str, model: str, *, base_url: str | None = None) -> Model:

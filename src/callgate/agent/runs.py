@@ -18,6 +18,7 @@ from callgate.agent.messages import (
     message_from_json,
     message_to_json,
 )
+from callgate.agent.providers import keepable_url
 from callgate.store.base import RunRecord, RunStatus
 
 __all__ = [
@@ -119,7 +120,9 @@ class RunResult:
     pending_approvals: tuple[str, ...] = ()
 
 
-EventKind = Literal["text", "call", "result", "waiting", "done", "stopped", "failed"]
+EventKind = Literal["start", "text", "call", "result", "waiting", "done", "stopped", "failed"]
+"""``start`` comes first (its text the model's name, ``data["resumed"]`` whether the
+run goes on from a pause); ``done``, ``waiting``, ``stopped`` or ``failed`` last."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -166,11 +169,17 @@ class RunState:
     turn_calls: list[str] = field(default_factory=list)
     calls: list[CallOutcome] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
+    parked: list[str] = field(default_factory=list)
+    """Ids of the calls counted while they waited for an approval: made again on a
+    resume, they are not counted again."""
     trace: list[dict[str, Any]] = field(default_factory=list)
 
-    def state(self, model: str) -> dict[str, Any]:
+    def state(self, model: str, *, base_url: str | None = None) -> dict[str, Any]:
+        """What the store keeps; ``base_url`` only if it holds no secret (see
+        :func:`~callgate.agent.providers.keepable_url`)."""
         return {
             "model": model,
+            "base_url": keepable_url(base_url),
             "turn": self.turn,
             "messages": [message_to_json(m) for m in self.messages],
             "usage": self.usage.to_json(),
@@ -182,6 +191,7 @@ class RunState:
             "turn_calls": list(self.turn_calls),
             "calls": [dict(c.__dict__) for c in self.calls],
             "pending": list(self.pending),
+            "parked": list(self.parked),
         }
 
     @classmethod
@@ -203,5 +213,6 @@ class RunState:
             turn_calls=list(state["turn_calls"]),
             calls=[CallOutcome(**c) for c in state["calls"]],
             pending=list(state["pending"]),
+            parked=list(state.get("parked", ())),
             trace=list(record.trace),
         )

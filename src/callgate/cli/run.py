@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 
-from callgate.agent.providers import PROVIDERS, MissingCredentials, make_model
+from callgate.agent.providers import PROVIDERS, MissingCredentials, make_model, provider_of
 from callgate.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -84,20 +86,33 @@ class _Printer:
 
     def __init__(self, out: Console) -> None:
         self.out = out
+        self._numbers: dict[str, int] = {}
+        """Each call's number in the run, by call id: its result carries it."""
+
+    def _number(self, event: RunEvent) -> str:
+        call_id = str(event.data.get("call_id", ""))
+        number = self._numbers.setdefault(call_id, len(self._numbers) + 1)
+        return f"#{number}"
 
     def __call__(self, event: RunEvent) -> None:
         out = self.out
-        if event.kind == "text":
+        if event.kind == "start":
+            # First, so that a slow model's silence already names the run to look up.
+            again = "resumed" if event.data.get("resumed") else "started"
+            out.print(_line("run", "dim", f"{event.run_id} {again} with {event.text}"))
+        elif event.kind == "text":
             out.print(_line("model", "bold cyan", event.text))
         elif event.kind == "call":
             raw = event.data.get("raw_arguments")
             # Arguments that were not a JSON object are shown as the model sent them.
             args = _short(raw) if isinstance(raw, str) else _short(event.data.get("arguments", {}))
-            out.print(_line("call", "bold", f"{event.text} {args}"))
+            out.print(_line("call", "bold", f"{self._number(event)} {event.text} {args}"))
         elif event.kind == "result":
+            # Labelled with its call: concurrent reads end in any order.
             status = str(event.data.get("status", ""))
             style = "green" if status == "ok" else "yellow" if "pending" in status else "red"
-            out.print(_line(f"  {status}", style, _short(event.text), width=10))
+            text = f"{self._number(event)} {event.data.get('name', '')}: {_short(event.text)}"
+            out.print(_line(f"  {status}", style, text, width=10))
         elif event.kind == "waiting":
             out.print(_line("waiting", "bold yellow", event.text))
         elif event.kind == "done":
@@ -117,6 +132,7 @@ class _Waiting:
         # The loop names tools in every text the model reads as the model's adapter
         # does (``ops__deploy_status``): the wrapper must not hide its rule.
         self.name_rule = getattr(model, "name_rule", None)
+        self.base_url = getattr(model, "base_url", None)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         with self._status():
@@ -131,7 +147,21 @@ class _Waiting:
             yield
 
 
-def _summary(out: Console, result: RunResult) -> None:
+def resume_command(run_id: str, options: dict[str, str | None]) -> str:
+    """The command that resumes ``run_id``, with the ``options`` it ran with that
+    a resume needs too (the store, the config, who): the provider, model and URL
+    are kept with the run. A value holding a password is shown as ``...``."""
+    words = ["callgate", "run", "--resume", run_id]
+    for option, value in options.items():
+        if value is None:
+            continue
+        if urlsplit(value).password:
+            value = "..."
+        words += [option, value]
+    return shlex.join(words)
+
+
+def _summary(out: Console, result: RunResult, resume_with: dict[str, str | None]) -> None:
     from rich.text import Text
 
     usage = result.usage
@@ -146,7 +176,10 @@ def _summary(out: Console, result: RunResult) -> None:
     if result.pending_approvals:
         ids = " ".join(result.pending_approvals)
         out.print(
-            f"decide with: callgate approvals show {ids}; then: callgate run --resume {result.run_id}"
+            Text(
+                f"decide with: callgate approvals show {ids}; "
+                f"then: {resume_command(result.run_id, resume_with)}"
+            )
         )
 
 
@@ -314,19 +347,29 @@ def run(
     if as_json:
         print_json(_result_json(result))
     else:
-        _summary(out, result)
+        resume_with = {
+            "--config": str(config_path(ctx, config)) if config_path(ctx, config) else None,
+            "--store": store,
+            "--principal": principal,
+            "--tenant": tenant,
+            "--roles": roles,
+            "--scopes": scopes,
+        }
+        _summary(out, result, resume_with)
     raise typer.Exit(EXIT_CODES.get(result.status, EXIT_FAILED))
 
 
-async def _stored_model(gate: Gate, run_id: str) -> tuple[str, str]:
+async def _stored_model(gate: Gate, run_id: str) -> tuple[str, str | None, str | None, str | None]:
+    """(model name, provider, model) the run ``run_id`` was started with, and its
+    base URL; provider and model are None for a model no provider here builds, the
+    URL for one that was not kept (it held a secret)."""
     record = await gate.store.get_run(run_id)
     if record is None:
         raise CliError(f"no agent run {run_id!r}")
     name = str(record.state.get("model", ""))
-    provider, _, model = name.partition(":")
-    if provider not in PROVIDERS or not model:
-        raise CliError(f"run {run_id} used the model {name!r}: give --provider and --model")
-    return provider, model
+    provider, model = provider_of(name) or (None, None)
+    base_url = record.state.get("base_url")
+    return name, provider, model, str(base_url) if base_url else None
 
 
 def _model(provider: str | None, model: str | None, base_url: str | None) -> Model:
@@ -362,10 +405,15 @@ async def _run(
     from callgate.agent.loop import Agent
 
     async with opened(gate):
-        if resume is not None and (provider is None or model is None):
-            stored_provider, stored_model = await _stored_model(gate, resume)
+        if resume is not None:
+            # The run's own model, at the URL it used, unless the options say otherwise.
+            name, stored_provider, stored_model, stored_url = await _stored_model(gate, resume)
+            if provider in (None, stored_provider):
+                base_url = base_url or stored_url
             provider = provider or stored_provider
             model = model or stored_model
+            if provider is None or model is None:
+                raise CliError(f"run {resume} used the model {name!r}: give --provider and --model")
         agent = Agent(
             gate,
             _Waiting(_model(provider, model, base_url), progress),
