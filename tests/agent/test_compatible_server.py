@@ -34,11 +34,18 @@ class Server:
     """A llama-cpp-python-like server: a script of turns, its refusals, and what it got."""
 
     def __init__(
-        self, *turns: Turn | dict[str, Any], context: int = 100_000, null_content: bool = False
+        self,
+        *turns: Turn | dict[str, Any],
+        context: int = 100_000,
+        null_content: bool = False,
+        refuses_required: bool = True,
     ) -> None:
         self.turns = list(turns)
         self.context = context
         self.null_content = null_content  # True: read it, as vLLM and OpenAI do
+        # llama-cpp-python's chatml-function-calling asserts tool_choice is "auto" or a
+        # named function: "required" fails the assertion, a 500 with no more to say.
+        self.refuses_required = refuses_required
         self.requests: list[dict[str, Any]] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
@@ -50,6 +57,8 @@ class Server:
                     continue
                 # What its chat templates do with a missing or null content.
                 return httpx.Response(500, json={"error": {"message": "Internal Server Error"}})
+        if self.refuses_required and body.get("tool_choice") == "required":
+            return httpx.Response(500, json={"error": {"message": "Internal Server Error"}})
         prompt = len(json.dumps(body["messages"])) // 4
         wanted = prompt + int(body.get("max_tokens", 16))
         if wanted > self.context:
@@ -321,3 +330,43 @@ async def test_a_lower_output_budget_fits_a_small_context(ops: Ops) -> None:
 
     assert result.status == "completed", result.reason
     assert server.requests[0]["max_tokens"] == 512
+
+
+async def test_a_500_for_a_request_the_server_cannot_handle_fails_the_run_saying_so(
+    ops: Ops,
+) -> None:
+    result, saved = await run(ops, Server(), tool_choice="any")
+
+    assert result.status == "failed"
+    assert result.reason == (
+        "the model request failed: OpenAI-compatible server error 500 at "
+        "http://127.0.0.1:8080/v1/chat/completions: Internal Server Error"
+    )
+    assert saved is not None and saved.status == "failed"
+
+
+async def test_a_forced_tool_goes_as_a_named_function_the_server_accepts(ops: Ops) -> None:
+    from callgate.agent import ForcedTool
+
+    server = Server(tool_calls(function("ops__note", '{"text": "hi"}', id="c1")))
+
+    result, _ = await run(ops, server, tool_choice=ForcedTool("ops.note"))
+
+    assert result.status == "completed" and ops.notes == ["hi"]
+    assert server.requests[0]["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "ops__note"},
+    }
+
+
+async def test_a_server_that_ignores_max_tokens_and_runs_out_is_a_stop_not_an_answer(
+    ops: Ops,
+) -> None:
+    # It wrote past the 64 tokens asked for until its own context ended.
+    server = Server(completion({"content": "D-1 is " + "fine " * 500}, "length"))
+
+    result, _ = await run(ops, server, limits=RunLimits(max_tokens_per_request=64))
+
+    assert server.requests[0]["max_tokens"] == 64
+    assert result.status == "stopped"
+    assert "cut off at the output token limit (64 tokens a request)" in result.reason
