@@ -370,3 +370,18 @@ async def test_a_server_that_ignores_max_tokens_and_runs_out_is_a_stop_not_an_an
     assert server.requests[0]["max_tokens"] == 64
     assert result.status == "stopped"
     assert "cut off at the output token limit (64 tokens a request)" in result.reason
+
+
+async def test_the_tools_reach_a_server_that_lists_them_only_in_a_system_message(
+    ops: Ops,
+) -> None:
+    # llama-cpp-python's chatml-function-calling renders the tools inside the system
+    # message: with none, its model saw no tool at all (prompts of 25 tokens).
+    server = Server(answer("Hello."), answer("Hello."))
+
+    await run(ops, server)
+    await run(ops, server, system="Be brief.")
+
+    without, given = (request["messages"][0] for request in server.requests)
+    assert without == {"role": "system", "content": ""}
+    assert given == {"role": "system", "content": "Be brief."}

@@ -134,7 +134,9 @@ async def test_run_against_a_local_openai_compatible_server(tmp_path: Path) -> N
     # The run id comes first (a slow model is silent for minutes), the result names its call.
     assert out.lstrip().startswith("run     run_") and "openai-compatible:fake-model" in out
     assert "  ok       #1 ops.deploy_status: " in out, out
-    assert "2 model requests, 100 tokens in / 20 out" in out
+    assert (
+        "2 model requests, 100 tokens in (~100 of them tool definitions, estimated) / 20 out" in out
+    )
     first, second = fake.requests
     assert first["model"] == "fake-model"
     assert first["messages"][-1] == {"role": "user", "content": "How is deployment D-1?"}
@@ -144,7 +146,8 @@ async def test_run_against_a_local_openai_compatible_server(tmp_path: Path) -> N
     assert "tenant_id" not in json.dumps(status["parameters"])
     # The result went back paired with the call's id.
     result = second["messages"][-1]
-    assert result["role"] == "tool" and result["tool_call_id"] == "call_1"
+    # (the server's id: call_ and the number of messages it got, an empty system one first)
+    assert result["role"] == "tool" and result["tool_call_id"] == "call_2"
     assert "D-1" in result["content"]
 
 

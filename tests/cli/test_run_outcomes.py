@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from callgate.agent import ScriptedModel, call, reply
-from callgate.agent.messages import ModelRequest, ModelResponse, ToolCall, Usage
+from callgate.agent.messages import ForcedTool, ModelRequest, ModelResponse, ToolCall, Usage
 from callgate.agent.model import Model, ModelError
 from callgate.agent.names import OPENAI_NAMES
 
@@ -158,3 +158,31 @@ def test_the_stream_keeps_labels_apart_and_shows_what_the_model_sent(
     # An error's next step sits under its message, not at the start of the line.
     [next_step] = [line for line in lines if "Next step:" in line]
     assert next_step.startswith(" " * 11 + "Next step:")
+
+
+def test_tool_forces_one_call_and_ends_the_run(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = ScriptedModel([STATUS])
+    use(monkeypatch, model)
+
+    result = cli(*RUN, "--tool", "ops.deploy_status", "--json")
+
+    assert result.exit_code == 0, result.output
+    done = json.loads(result.stdout)
+    assert done["reason"] == "the forced tool ops.deploy_status was called"
+    assert [c["name"] for c in done["calls"]] == ["ops.deploy_status"]
+    [request] = model.requests
+    assert request.tool_choice == ForcedTool("ops.deploy_status")
+
+
+def test_a_forced_tool_that_is_not_there_is_a_cli_error_with_the_near_names(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = ScriptedModel([STATUS])
+    use(monkeypatch, model)
+
+    result = cli(*RUN, "--tool", "ops.deploy_stats")
+
+    assert result.exit_code == 2
+    assert "the forced tool 'ops.deploy_stats' is not a tool local may call here." in result.output
+    assert "Did you mean 'ops.deploy_status', " in result.output
+    assert model.requests == []  # nothing was asked

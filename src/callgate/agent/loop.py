@@ -71,6 +71,7 @@ from callgate.runtime.approvals import APPROVAL_STATUS_TOOL
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.gate import Gate
 from callgate.runtime.stages.shape import READ_MORE_TOOL
+from callgate.runtime.suggest import did_you_mean
 from callgate.store.base import RunRecord, RunStatus
 
 __all__ = ["Agent", "CallOutcome", "RunEvent", "RunLimits", "RunResult", "RunUsage"]
@@ -196,8 +197,22 @@ class Agent:
             self._on_event(RunEvent(kind=kind, run_id=run.id, text=text, data=data))
 
     async def run(self, prompt: str, *, history: Sequence[Message] = ()) -> RunResult:
-        """Run a new conversation that starts with ``history`` and ``prompt``."""
+        """Run a new conversation that starts with ``history`` and ``prompt``.
+
+        Raises:
+            ValueError: the forced tool (``tool_choice``) is not one the run offers.
+        """
         await self.gate.open()
+        if isinstance(self.tool_choice, ForcedTool):
+            offered = [spec.name for spec in self.gate.tools(self.principal, builtin=False)]
+            if self._tool_names is not None:
+                offered = [name for name in offered if name in self._tool_names]
+            if self.tool_choice.name not in offered:
+                raise ValueError(
+                    f"the forced tool {self.tool_choice.name!r} is not a tool "
+                    f"{self.principal.user} may call here."
+                    + did_you_mean(self.tool_choice.name, offered)
+                )
         run = RunState(
             id="run_" + secrets.token_urlsafe(12),
             created_at=_now(),
@@ -305,7 +320,7 @@ class Agent:
             {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
             for t in tools
         ]
-        run.usage.tool_definition_tokens += estimate_tokens(definitions)
+        definition_tokens = estimate_tokens(definitions)
         run.trace.append(
             {
                 "type": "model_request",
@@ -326,6 +341,10 @@ class Agent:
             raise _Stop("failed", f"the model request failed: {exc}") from None
         run.usage.input_tokens += response.usage.input_tokens
         run.usage.output_tokens += response.usage.output_tokens
+        if response.usage.input_tokens:
+            # The server's count bounds the estimate: the definitions are part of it.
+            definition_tokens = min(definition_tokens, response.usage.input_tokens)
+        run.usage.tool_definition_tokens += definition_tokens
         run.trace.append(
             {
                 "type": "model_response",

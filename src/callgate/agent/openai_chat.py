@@ -15,7 +15,10 @@ How callgate's representation maps to the API:
   in its history, and mapped back); ``strict`` (the model's setting or the
   tool's) rewrites the schema as strict mode requires
   (:mod:`callgate.agent._openai_schema`) and the arguments back.
-- system -> a ``system`` message first; :class:`AssistantMessage` -> an
+- system -> a ``system`` message first (for a compatible server, an empty one
+  when there is no system prompt and tools are offered: llama-cpp-python's
+  chatml-function-calling template lists the tools only inside a system
+  message); :class:`AssistantMessage` -> an
   ``assistant`` message with ``content`` and ``tool_calls`` (arguments as JSON
   text); :class:`ToolResults` -> one ``tool`` message per result, in order,
   with ``tool_call_id``; an error result's text starts with ``ERROR: ``
@@ -186,8 +189,11 @@ def _messages(
     request: ModelRequest, tools: Tools, *, compatible: bool
 ) -> list[ChatCompletionMessageParam]:
     messages: list[ChatCompletionMessageParam] = []
-    if request.system:
-        messages.append({"role": "system", "content": request.system})
+    if request.system or (compatible and tools.tools):
+        # Some servers' templates show the tools only inside a system message
+        # (llama-cpp-python's chatml-function-calling): without one, the model
+        # sees no tool at all. An empty one says nothing else.
+        messages.append({"role": "system", "content": request.system or ""})
     for message in request.messages:
         if isinstance(message, UserMessage):
             messages.append({"role": "user", "content": message.content})

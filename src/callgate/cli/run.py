@@ -167,11 +167,14 @@ def _summary(out: Console, result: RunResult, resume_with: dict[str, str | None]
     usage = result.usage
     out.print(Text("\nanswer ", style="bold") + Text(result.output or "(none)"))
     out.print(
-        f"run {result.run_id}: {result.status} ({result.reason}); "
-        f"{usage.requests} model requests, {usage.input_tokens} tokens in / "
-        f"{usage.output_tokens} out (~{usage.tool_definition_tokens} on tool definitions); "
-        f"{usage.tool_calls} tool calls ({usage.errors} errors, {usage.approvals} approvals); "
-        f"{usage.seconds:.1f} s"
+        Text(
+            f"run {result.run_id}: {result.status} ({result.reason}); "
+            f"{usage.requests} model requests, {usage.input_tokens} tokens in "
+            f"(~{usage.tool_definition_tokens} of them tool definitions, estimated) / "
+            f"{usage.output_tokens} out; "
+            f"{usage.tool_calls} tool calls ({usage.errors} errors, {usage.approvals} approvals); "
+            f"{usage.seconds:.1f} s"
+        )
     )
     if result.pending_approvals:
         ids = " ".join(result.pending_approvals)
@@ -234,6 +237,16 @@ def run(
     ] = None,
     system: Annotated[
         str | None, typer.Option("--system", metavar="TEXT", help="The system prompt.")
+    ] = None,
+    tool: Annotated[
+        str | None,
+        typer.Option(
+            "--tool",
+            metavar="NAME",
+            help="Make the model call this tool (e.g. ops.deploy_status): the run ends "
+            "after that call. For extraction, and for models too weak to choose.",
+            show_default=False,
+        ),
     ] = None,
     principal: UserOption = None,
     tenant: TenantOption = None,
@@ -339,6 +352,7 @@ def run(
                     model=model,
                     base_url=base_url,
                     system=system,
+                    tool=tool,
                     limits=limits,
                     on_event=None if as_json else _Printer(out),
                     progress=Console(stderr=True, highlight=False),
@@ -398,11 +412,13 @@ async def _run(
     model: str | None,
     base_url: str | None,
     system: str | None,
+    tool: str | None,
     limits: RunLimits,
     on_event: Any,
     progress: Console,
 ) -> RunResult:
     from callgate.agent.loop import Agent
+    from callgate.agent.messages import ForcedTool
 
     async with opened(gate):
         if resume is not None:
@@ -419,6 +435,7 @@ async def _run(
             _Waiting(_model(provider, model, base_url), progress),
             principal=who,
             system=system,
+            tool_choice=ForcedTool(tool) if tool is not None else "auto",
             limits=limits,
             on_event=on_event,
         )
@@ -428,4 +445,7 @@ async def _run(
             except LookupError as exc:
                 raise CliError(str(exc)) from None
         assert prompt is not None
-        return await agent.run(prompt)
+        try:
+            return await agent.run(prompt)
+        except ValueError as exc:  # the forced tool is not one of the tools here
+            raise CliError(str(exc)) from None
