@@ -454,3 +454,11 @@ async def test_bfcl_dotted_names_round_trip_through_the_wire(
     want = [(c.tool.name, json.dumps(c.arguments, sort_keys=True)) for c in dotted]
     assert got == want
     assert len(tools) > 500 and len(dotted) > 1000
+
+
+async def test_a_temperature_is_refused_before_anything_is_sent(
+    wire: Wire, model: AnthropicModel
+) -> None:
+    with pytest.raises(ModelError, match="takes no temperature") as refused:
+        await model.request(ModelRequest(messages=(UserMessage(content="Hi"),), temperature=0.0))
+    assert not refused.value.retryable and wire.sent == []

@@ -385,3 +385,16 @@ async def test_the_tools_reach_a_server_that_lists_them_only_in_a_system_message
     without, given = (request["messages"][0] for request in server.requests)
     assert without == {"role": "system", "content": ""}
     assert given == {"role": "system", "content": "Be brief."}
+
+
+async def test_an_agents_temperature_goes_with_every_request(ops: Ops) -> None:
+    server = Server(
+        tool_calls(function("ops__status", '{"deploy_id": "D-1"}', id="c1")), answer("Up.")
+    )
+    default = Server(answer("Up."))
+
+    await run(ops, server, temperature=0.0)
+    await run(ops, default)
+
+    assert [request["temperature"] for request in server.requests] == [0.0, 0.0]
+    assert "temperature" not in default.requests[0]

@@ -462,3 +462,12 @@ async def test_every_bfcl_name_round_trips_through_the_sdk() -> None:
     assert len(set(declared)) == len(tools)
     assert [c.name for c in response.message.tool_calls] == list(tools)
     assert len({c.id for c in response.message.tool_calls}) == len(tools)
+
+
+async def test_a_temperature_reaches_the_wire_only_when_set() -> None:
+    wire = Wire(_text("Hello."))
+    await wire.model().request(ModelRequest(messages=(UserMessage(content="hi"),), temperature=0.0))
+    assert wire.body()["generationConfig"]["temperature"] == 0.0
+    wire = Wire(_text("Hello."))
+    await wire.model().request(ModelRequest(messages=(UserMessage(content="hi"),)))
+    assert "temperature" not in wire.body().get("generationConfig", {})

@@ -355,3 +355,10 @@ def test_openai_without_a_key_says_which_variable_to_set(monkeypatch: pytest.Mon
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ValueError, match="OPENAI_API_KEY"):
         OpenAIResponsesModel("gpt-test")
+
+
+async def test_a_temperature_reaches_the_wire_only_when_set() -> None:
+    wire = Wire(response([message("Hello.")]))
+    model = OpenAIResponsesModel("gpt-test", client=wire.client())
+    await model.request(ModelRequest(messages=(UserMessage(content="hi"),), temperature=0.0))
+    assert wire.sent["temperature"] == 0.0

@@ -195,7 +195,7 @@ async def test_resume_alone_goes_back_to_the_same_server_and_counts_each_call_on
     tmp_path: Path,
 ) -> None:
     email = {"to": ["partner@example.org"], "subject": "Q4", "body": "Attached."}
-    run = ("--provider", "openai-compatible", "--model", "fake-model")
+    run = ("--provider", "openai-compatible", "--model", "fake-model", "--temperature", "0")
     async with fake_openai([tool_call("send_email", email), text("Sent.")]) as (url, fake):
         paused = await callgate_run(tmp_path, "Send the Q4 note", *run, "--base-url", url)
         out = paused.stdout.decode()
@@ -222,6 +222,7 @@ async def test_resume_alone_goes_back_to_the_same_server_and_counts_each_call_on
     assert paused.returncode == 3
     assert resumed.returncode == 0, resumed.stdout.decode() + resumed.stderr.decode()
     assert finished["output"] == "Sent." and len(fake.requests) == 2
+    assert [request["temperature"] for request in fake.requests] == [0, 0]  # kept too
     usage = finished["usage"]
     assert (usage["tool_calls"], usage["approvals"], usage["errors"]) == (1, 1, 0)
     assert usage["outcomes"] == {"ok": 1}

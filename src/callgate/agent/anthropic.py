@@ -141,6 +141,13 @@ class AnthropicModel:
         options: dict[str, Any] = {}
         if request.system:
             options["system"] = request.system
+        if request.temperature is not None:
+            # The SDK has no such argument, and the API version it sends (2026-10-21)
+            # refuses sampling parameters with a 400, even at their defaults.
+            raise ModelError(
+                "the Anthropic API takes no temperature (its API version 2026-10-21 "
+                "refuses sampling parameters): run without one"
+            )
         if tools:
             options["tools"] = tools
             options["tool_choice"] = _tool_choice(request, names)

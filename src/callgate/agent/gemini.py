@@ -296,6 +296,7 @@ def _config(request: ModelRequest, names: NameMap) -> types.GenerateContentConfi
     return types.GenerateContentConfig(
         system_instruction=request.system or None,
         max_output_tokens=request.max_tokens,
+        temperature=request.temperature,
         tools=tools,
         tool_config=tool_config,
         # The SDK would run Python callables itself; callgate executes every call.

@@ -140,6 +140,8 @@ class Agent:
             ends the run after that tool's call).
         limits: see :class:`RunLimits`.
         strict: ask providers to constrain arguments to the schemas.
+        temperature: the sampling temperature sent with every request (None: the
+            provider's default). 0 makes a small local model far less erratic.
         on_event: called with each :class:`RunEvent` as the run goes.
 
     Raises:
@@ -157,6 +159,7 @@ class Agent:
         tool_choice: ToolChoice = "auto",
         limits: RunLimits | None = None,
         strict: bool = False,
+        temperature: float | None = None,
         on_event: Callable[[RunEvent], None] | None = None,
     ) -> None:
         self.gate = gate
@@ -167,6 +170,7 @@ class Agent:
         self.limits = limits or RunLimits()
         self._tool_names = list(tools) if tools is not None else None
         self._strict = strict
+        self.temperature = temperature
         self._on_event = on_event
 
     def _tools(self, run: RunState) -> tuple[ToolDef, ...]:
@@ -313,6 +317,7 @@ class Agent:
             tool_choice=self.tool_choice,
             parallel_tool_calls=self.limits.concurrent_reads,
             max_tokens=self.limits.max_tokens_per_request,
+            temperature=self.temperature,
         )
         run.turn += 1
         run.usage.requests += 1
@@ -500,7 +505,11 @@ class Agent:
                 status=status,
                 created_at=run.created_at,
                 updated_at=_now(),
-                state=run.state(self.model.name, base_url=getattr(self.model, "base_url", None)),
+                state=run.state(
+                    self.model.name,
+                    base_url=getattr(self.model, "base_url", None),
+                    temperature=self.temperature,
+                ),
                 trace=run.trace,
             )
         )

@@ -182,6 +182,8 @@ class ModelRequest:
     tool_choice: ToolChoice = "auto"
     parallel_tool_calls: bool = True
     max_tokens: int = 4096
+    temperature: float | None = None
+    """Sampling temperature; None leaves it to the provider (or server) default."""
 
 
 @dataclass(kw_only=True, frozen=True)

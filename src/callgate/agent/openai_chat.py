@@ -147,6 +147,8 @@ class OpenAIChatModel(OpenAIModelBase):
             options["parallel_tool_calls"] = request.parallel_tool_calls
         limit = "max_tokens" if self.compatible else "max_completion_tokens"
         options[limit] = request.max_tokens
+        if request.temperature is not None:
+            options["temperature"] = request.temperature
         try:
             completion = await self.client.chat.completions.create(
                 model=self.model,

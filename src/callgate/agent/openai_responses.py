@@ -119,6 +119,8 @@ class OpenAIResponsesModel(OpenAIModelBase):
             options["parallel_tool_calls"] = request.parallel_tool_calls
         if request.system:
             options["instructions"] = request.system
+        if request.temperature is not None:
+            options["temperature"] = request.temperature
         try:
             response = await self.client.responses.create(
                 model=self.model,

@@ -177,12 +177,15 @@ class RunState:
     resume, they are not counted again."""
     trace: list[dict[str, Any]] = field(default_factory=list)
 
-    def state(self, model: str, *, base_url: str | None = None) -> dict[str, Any]:
+    def state(
+        self, model: str, *, base_url: str | None = None, temperature: float | None = None
+    ) -> dict[str, Any]:
         """What the store keeps; ``base_url`` only if it holds no secret (see
         :func:`~callgate.agent.providers.keepable_url`)."""
         return {
             "model": model,
             "base_url": keepable_url(base_url),
+            "temperature": temperature,
             "turn": self.turn,
             "messages": [message_to_json(m) for m in self.messages],
             "usage": self.usage.to_json(),

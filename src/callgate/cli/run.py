@@ -12,6 +12,7 @@ import json
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlsplit
 
@@ -248,6 +249,18 @@ def run(
             show_default=False,
         ),
     ] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(
+            "--temperature",
+            min=0.0,
+            max=2.0,
+            metavar="T",
+            help="Sampling temperature (default: the provider's; 0 steadies a small "
+            "local model). A resume keeps the run's own.",
+            show_default=False,
+        ),
+    ] = None,
     principal: UserOption = None,
     tenant: TenantOption = None,
     scopes: ScopesOption = None,
@@ -353,6 +366,7 @@ def run(
                     base_url=base_url,
                     system=system,
                     tool=tool,
+                    temperature=temperature,
                     limits=limits,
                     on_event=None if as_json else _Printer(out),
                     progress=Console(stderr=True, highlight=False),
@@ -373,17 +387,34 @@ def run(
     raise typer.Exit(EXIT_CODES.get(result.status, EXIT_FAILED))
 
 
-async def _stored_model(gate: Gate, run_id: str) -> tuple[str, str | None, str | None, str | None]:
-    """(model name, provider, model) the run ``run_id`` was started with, and its
-    base URL; provider and model are None for a model no provider here builds, the
-    URL for one that was not kept (it held a secret)."""
+@dataclass(frozen=True)
+class _Started:
+    """What a run was started with: its model's name, the provider and model that
+    build it again (None if no provider here does), the base URL (None if the
+    provider's own, or not kept: it held a secret) and the temperature."""
+
+    name: str
+    provider: str | None
+    model: str | None
+    base_url: str | None
+    temperature: float | None
+
+
+async def _started(gate: Gate, run_id: str) -> _Started:
     record = await gate.store.get_run(run_id)
     if record is None:
         raise CliError(f"no agent run {run_id!r}")
-    name = str(record.state.get("model", ""))
+    state = record.state
+    name = str(state.get("model", ""))
     provider, model = provider_of(name) or (None, None)
-    base_url = record.state.get("base_url")
-    return name, provider, model, str(base_url) if base_url else None
+    temperature = state.get("temperature")
+    return _Started(
+        name=name,
+        provider=provider,
+        model=model,
+        base_url=str(state["base_url"]) if state.get("base_url") else None,
+        temperature=float(temperature) if temperature is not None else None,
+    )
 
 
 def _model(provider: str | None, model: str | None, base_url: str | None) -> Model:
@@ -413,6 +444,7 @@ async def _run(
     base_url: str | None,
     system: str | None,
     tool: str | None,
+    temperature: float | None,
     limits: RunLimits,
     on_event: Any,
     progress: Console,
@@ -423,19 +455,23 @@ async def _run(
     async with opened(gate):
         if resume is not None:
             # The run's own model, at the URL it used, unless the options say otherwise.
-            name, stored_provider, stored_model, stored_url = await _stored_model(gate, resume)
-            if provider in (None, stored_provider):
-                base_url = base_url or stored_url
-            provider = provider or stored_provider
-            model = model or stored_model
+            started = await _started(gate, resume)
+            if provider in (None, started.provider):
+                base_url = base_url or started.base_url
+            provider = provider or started.provider
+            model = model or started.model
+            temperature = started.temperature if temperature is None else temperature
             if provider is None or model is None:
-                raise CliError(f"run {resume} used the model {name!r}: give --provider and --model")
+                raise CliError(
+                    f"run {resume} used the model {started.name!r}: give --provider and --model"
+                )
         agent = Agent(
             gate,
             _Waiting(_model(provider, model, base_url), progress),
             principal=who,
             system=system,
             tool_choice=ForcedTool(tool) if tool is not None else "auto",
+            temperature=temperature,
             limits=limits,
             on_event=on_event,
         )
