@@ -18,7 +18,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 CACHE="${CALLGATE_REAL_MODEL_CACHE:-.cache/real-model}"
 PY="${PYTHON:-.venv/bin/python}"
-CTX="${CALLGATE_REAL_MODEL_CTX:-8192}"
+# The context bounds a runaway generation (see WALL_TIME in real_model_smoke.py).
+CTX="${CALLGATE_REAL_MODEL_CTX:-4096}"
 FORMAT="${CALLGATE_REAL_MODEL_CHAT_FORMAT:-chatml-function-calling}"
 # A portable build (AVX2, no AVX-512 or AMX): built for the "native" CPU, the
 # server crashed here with a general protection fault in libggml-cpu on its first

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,15 @@ PROMPTS = [
 ]
 FORCED = ["ops.deploy_status", "ops.notes_search", "ops.campaigns_find"]
 TURNS = 4
-RESULT_TOKENS = 1000
-"""A result's share of a small context: the demo's runbook alone is longer."""
+WALL_TIME = 240.0
+"""Seconds a run may take: llama-cpp-python's chatml-function-calling writes a
+call's arguments with no output limit (it ignores ``max_tokens`` there), and a
+small model sometimes never closes a string: that request runs until the context
+is full, minutes on 2 cores. The run stops at its wall time (a limit, not a
+failure); the server finishes that generation before it answers again."""
+RESULT_TOKENS = 400
+"""A result's share of a 4,096-token context that holds the demo's tools (about
+1,700 tokens as this server renders them) and four turns."""
 WHO = Principal(
     "local",
     tenant="acme",
@@ -78,6 +86,10 @@ def note_delete(note_id: str) -> str:
 CONFIG = f"""
 toolboxes = ["callgate.demo:toolboxes", "./smoke_tools.py:notes"]
 
+[principal]
+user = "local"
+tenant = "acme"
+
 [limits]
 max_result_tokens = {RESULT_TOKENS}
 
@@ -94,10 +106,20 @@ class Smoke:
     def __init__(self, args: argparse.Namespace, tmp: Path) -> None:
         self.args = args
         self.tmp = tmp
-        self.limits = RunLimits(max_turns=TURNS, max_tokens_per_request=args.max_output_tokens)
+        self.limits = RunLimits(
+            max_turns=TURNS, max_tokens_per_request=args.max_output_tokens, wall_time=WALL_TIME
+        )
 
     def model(self) -> OpenAIChatModel:
         return OpenAIChatModel(self.args.model, base_url=self.args.base_url)
+
+    def idle(self) -> None:
+        """Wait until the server answers again: it serves one request at a time and
+        finishes a generation whose client gave up (its model list waits too)."""
+        started = time.monotonic()
+        urllib.request.urlopen(self.args.base_url + "/models", timeout=1800).read()
+        if time.monotonic() - started > 5:
+            print(f"  (the server was busy for {time.monotonic() - started:.0f} s more)")
 
     def gate(self, boxes: list[Toolbox], name: str, policy: Policy | None = None) -> Gate:
         store = f"sqlite:///{self.tmp / (name + '.db')}"
@@ -115,7 +137,9 @@ class Smoke:
                     principal=WHO,
                     tool_choice=ForcedTool(tool),
                     limits=self.limits,
+                    temperature=self.args.temperature,
                 )
+                await asyncio.to_thread(self.idle)
                 result = await agent.run(f"Use {tool}.")
                 audited = [r for r in await gate.audit() if r.tool == tool]
                 passed = result.status == "completed" and bool(audited)
@@ -128,7 +152,14 @@ class Smoke:
         ok = True
         async with self.gate(toolboxes(), "automatic") as gate:
             for prompt in PROMPTS:
-                agent = Agent(gate, self.model(), principal=WHO, limits=self.limits)
+                agent = Agent(
+                    gate,
+                    self.model(),
+                    principal=WHO,
+                    limits=self.limits,
+                    temperature=self.args.temperature,
+                )
+                await asyncio.to_thread(self.idle)
                 started = time.monotonic()
                 result = await agent.run(prompt)
                 passed = result.status in ("completed", "stopped")
@@ -165,7 +196,9 @@ class Smoke:
                 principal=WHO,
                 tool_choice=ForcedTool("notes.note_delete"),
                 limits=self.limits,
+                temperature=self.args.temperature,
             )
+            await asyncio.to_thread(self.idle)
             first = await agent.run("Delete note N-1.")
             print(f"  paused: {first.status}; pending {list(first.pending_approvals)}")
             if first.status != "waiting_approval" or not first.pending_approvals:
@@ -208,6 +241,7 @@ class Smoke:
 
     # -- callgate run ------------------------------------------------------------
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        self.idle()
         command = [sys.executable, "-m", "callgate", *args]
         command += ["--config", str(self.tmp / "callgate.toml")]
         command += ["--store", f"sqlite:///{self.tmp / 'cli.db'}"]
@@ -230,6 +264,8 @@ class Smoke:
         model = ["--provider", "openai-compatible", "--base-url", self.args.base_url]
         model += ["--model", self.args.model, "--max-output-tokens"]
         model += [str(self.args.max_output_tokens), "--max-turns", str(TURNS)]
+        model += ["--wall-time", str(WALL_TIME)]
+        model += ["--temperature", str(self.args.temperature)]
         ok = True
 
         print("  callgate run (automatic):")
@@ -245,13 +281,17 @@ class Smoke:
         print(f"  exit {done.returncode}: {'ok' if passed else 'FAILED'}")
 
         print("  callgate run --tool notes.note_delete (waits for an approval):")
-        paused = self.cli("run", "Delete note N-7.", *model, "--tool", "notes.note_delete", "--json")
+        paused = self.cli(
+            "run", "Delete note N-7.", *model, "--tool", "notes.note_delete", "--json"
+        )
         if paused.returncode != 3:
             print(f"  exit {paused.returncode}: FAILED (3 expected: waiting for an approval)")
             return False
         waiting = json.loads(paused.stdout)
         for approval_id in waiting["pending_approvals"]:
-            approved = self.cli("approvals", "approve", approval_id, "--note", "smoke")
+            approved = self.cli(
+                "approvals", "approve", approval_id, "--principal", "local", "--tenant", "acme"
+            )
             ok &= approved.returncode == 0
         print("  callgate run --resume RUN_ID (nothing else):")
         resumed = self.cli("run", "--resume", waiting["run_id"])
@@ -303,5 +343,12 @@ if __name__ == "__main__":
         type=int,
         default=512,
         help="output tokens a request (a small context holds the demo's tools and the talk)",
+    )
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="sampling temperature (at the server's default, 0.8, the 135M model's "
+        "arguments are mostly random text)",
     )
     sys.exit(asyncio.run(main(parser.parse_args())))

@@ -398,3 +398,32 @@ async def test_an_agents_temperature_goes_with_every_request(ops: Ops) -> None:
 
     assert [request["temperature"] for request in server.requests] == [0.0, 0.0]
     assert "temperature" not in default.requests[0]
+
+
+async def test_arguments_written_until_the_context_ran_out_are_not_sent_back_whole(
+    ops: Ops,
+) -> None:
+    # llama-cpp-python ignores max_tokens while it writes arguments: a small model
+    # that never closes its string writes until the context is full.
+    runaway = '{"deploy_id": "D-' + "1234567890" * 600
+    fits = '{"deploy_id": "D-1"}'
+    server = Server(
+        tool_calls(
+            function("ops__status", runaway, id="c1"), function("ops__status", fits, id="c2")
+        ),
+        answer("D-1 is up."),
+        context=1500,  # tokens: about what the runaway alone takes
+    )
+
+    result, saved = await run(ops, server, limits=RunLimits(max_tokens_per_request=256))
+
+    assert result.status == "completed", result.reason
+    assistant, results = sent_after_calls(server)
+    sent = assistant["tool_calls"][0]["function"]["arguments"]
+    assert sent.startswith(runaway[:1000])
+    assert sent.endswith(f"… ({len(runaway) - 1000:,} more characters, not repeated)")
+    assert assistant["tool_calls"][1]["function"]["arguments"] == fits  # it ran: kept whole
+    assert "not valid JSON" in results[0]["content"]
+    # The run's trace keeps what the model wrote.
+    [first, _] = [e for e in saved.trace if e["type"] == "tool_call"]
+    assert first["call"]["raw_arguments"] == runaway

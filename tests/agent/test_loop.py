@@ -249,6 +249,24 @@ async def test_a_forced_tool_extracts_structured_data_and_ends_the_run(ops: Ops)
     assert result.calls[0].payload == {"number": "INV-7", "total": 120.5}
 
 
+async def test_a_forced_call_that_waited_for_approval_ends_the_run_when_resumed(
+    ops: Ops,
+) -> None:
+    model = ScriptedModel([call("ops.pay", {"amount": 5000})])
+    async with Gate([ops.toolbox()], store=MemoryStore(), policy=POLICY) as gate:
+        agent = Agent(gate, model, principal=ALICE, tool_choice=ForcedTool("ops.pay"))
+        first = await agent.run("Pay 5000")
+        [approval_id] = first.pending_approvals
+        await (await gate.approvals()).approve(approval_id, by=Principal("bob", "acme"))
+        done = await agent.resume(first.run_id)
+
+    # Asked once: asking again would have forced a second payment (and approval).
+    assert len(model.requests) == 1 and ops.ran == ["pay 5000"]
+    assert done.status == "completed", done.reason
+    assert done.reason == "the forced tool ops.pay was called"
+    assert [c.payload for c in done.calls] == ["paid 5000"]
+
+
 def _payment_turn() -> ModelResponse:
     return calls(
         ("ops.status", {"deploy_id": "D-1"}),

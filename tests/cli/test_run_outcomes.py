@@ -186,3 +186,22 @@ def test_a_forced_tool_that_is_not_there_is_a_cli_error_with_the_near_names(
     assert "the forced tool 'ops.deploy_stats' is not a tool local may call here." in result.output
     assert "Did you mean 'ops.deploy_status', " in result.output
     assert model.requests == []  # nothing was asked
+
+
+def test_a_resumed_forced_run_keeps_its_tool_and_ends_after_the_call(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    email = {"to": ["partner@example.org"], "subject": "Q4", "body": "Attached."}
+    model = ScriptedModel([call("ops.send_email", email)])
+    use(monkeypatch, model)
+
+    paused = cli.json(*RUN, "--tool", "ops.send_email", exit_code=3)
+    [approval_id] = paused["pending_approvals"]
+    approved = cli("approvals", "approve", approval_id, "--principal", "local", "--tenant", "acme")
+    assert approved.exit_code == 0, approved.output
+    # No --tool: the run's own is kept, and the model is not asked again.
+    done = cli.json("run", "--resume", paused["run_id"], "--provider", "openai", "--model", "m")
+
+    assert done["status"] == "completed"
+    assert done["reason"] == "the forced tool ops.send_email was called"
+    assert len(model.requests) == 1

@@ -150,7 +150,7 @@ def model_error(
         else:
             message += f": {detail or error.message}"
         if status == 400 and _context_exceeded(code, detail):
-            message += _CONTEXT_HINT.format(max_tokens=max_tokens or "?")
+            message = message.rstrip(".") + _CONTEXT_HINT.format(max_tokens=max_tokens or "?")
         # The SDK's own retry policy: request timeout, lock timeout, rate limit, 5xx.
         retryable = status in (408, 409, 429) or status >= 500
     elif isinstance(error, openai.APITimeoutError):

@@ -28,6 +28,7 @@ with its call's id, in the model's order.
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -67,6 +68,7 @@ from callgate.agent.runs import (
 )
 from callgate.agent.tools import estimate_tokens, result_for, tool_defs
 from callgate.contract import FULL_NAMES, Principal, RiskTier, ToolNames
+from callgate.errors import ErrorKind
 from callgate.runtime.approvals import APPROVAL_STATUS_TOOL
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.gate import Gate
@@ -98,6 +100,37 @@ def _usable_builtins(run: RunState) -> list[str]:
     if any(envelope.get("status") == Status.PENDING_APPROVAL.value for envelope in envelopes):
         usable.append(APPROVAL_STATUS_TOOL)
     return usable
+
+
+REFUSED_ARGUMENTS_KEPT = 1000
+"""Characters of a refused call's arguments the conversation keeps. A small model
+may write arguments until its server's context is full (llama-cpp-python ignores
+the output limit there): repeated in every later request, they left no room for
+the next turn. The call never ran and its error says what was wrong; the trace
+keeps the arguments whole."""
+
+
+def _cut_refused(run: RunState, call: ToolCall) -> None:
+    """Shorten ``call``'s arguments in the turn's assistant message (the last
+    message while the turn's calls are made) if they are longer than
+    :data:`REFUSED_ARGUMENTS_KEPT`: it was refused before it could run."""
+    text = call.raw_arguments
+    if text is None:
+        text = json.dumps(dict(call.arguments), ensure_ascii=False)
+    if len(text) <= REFUSED_ARGUMENTS_KEPT:
+        return
+    kept = text[:REFUSED_ARGUMENTS_KEPT]
+    cut = replace(
+        call,
+        arguments={},
+        raw_arguments=f"{kept}… ({len(text) - len(kept):,} more characters, not repeated)",
+    )
+    message = run.messages[-1]
+    assert isinstance(message, AssistantMessage)
+    parts = tuple(
+        cut if isinstance(part, ToolCall) and part.id == call.id else part for part in message.parts
+    )
+    run.messages[-1] = replace(message, parts=parts)
 
 
 def _add(counts: dict[str, int], key: str, n: int) -> None:
@@ -275,6 +308,10 @@ class Agent:
             outcome = await self._finish_turn(run)
             if outcome is not None:
                 return outcome
+            if isinstance(self.tool_choice, ForcedTool):
+                # The forced call was made on this resume: asking again would force
+                # another (a second delete, waiting for a second approval).
+                return self._forced_done()
         while True:
             self._check_limits(run)
             response = await self._ask(run)
@@ -298,7 +335,11 @@ class Agent:
             if outcome is not None:
                 return outcome
             if isinstance(self.tool_choice, ForcedTool):
-                return "completed", f"the forced tool {self.tool_choice.name} was called"
+                return self._forced_done()
+
+    def _forced_done(self) -> tuple[RunStatus, str]:
+        assert isinstance(self.tool_choice, ForcedTool)
+        return "completed", f"the forced tool {self.tool_choice.name} was called"
 
     def _check_limits(self, run: RunState) -> None:
         limits = self.limits
@@ -390,6 +431,8 @@ class Agent:
                     continue
                 run.results[call.id] = result_for(call, envelope)
                 run.remaining.remove(call)
+                if envelope.error is not None and envelope.error.kind is ErrorKind.CONSTRUCTION:
+                    _cut_refused(run, call)
             if run.pending:
                 # Later calls of the turn may depend on the parked one: they wait too.
                 return "waiting_approval", (
@@ -509,6 +552,9 @@ class Agent:
                     self.model.name,
                     base_url=getattr(self.model, "base_url", None),
                     temperature=self.temperature,
+                    forced_tool=self.tool_choice.name
+                    if isinstance(self.tool_choice, ForcedTool)
+                    else None,
                 ),
                 trace=run.trace,
             )

@@ -178,14 +178,21 @@ class RunState:
     trace: list[dict[str, Any]] = field(default_factory=list)
 
     def state(
-        self, model: str, *, base_url: str | None = None, temperature: float | None = None
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        temperature: float | None = None,
+        forced_tool: str | None = None,
     ) -> dict[str, Any]:
-        """What the store keeps; ``base_url`` only if it holds no secret (see
+        """What the store keeps: the run, and how it was started (for a resume from
+        the shell); ``base_url`` only if it holds no secret (see
         :func:`~callgate.agent.providers.keepable_url`)."""
         return {
             "model": model,
             "base_url": keepable_url(base_url),
             "temperature": temperature,
+            "forced_tool": forced_tool,
             "turn": self.turn,
             "messages": [message_to_json(m) for m in self.messages],
             "usage": self.usage.to_json(),

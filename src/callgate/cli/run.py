@@ -245,7 +245,8 @@ def run(
             "--tool",
             metavar="NAME",
             help="Make the model call this tool (e.g. ops.deploy_status): the run ends "
-            "after that call. For extraction, and for models too weak to choose.",
+            "after that call. For extraction, and for models too weak to choose. A resume "
+            "keeps the run's own.",
             show_default=False,
         ),
     ] = None,
@@ -391,13 +392,15 @@ def run(
 class _Started:
     """What a run was started with: its model's name, the provider and model that
     build it again (None if no provider here does), the base URL (None if the
-    provider's own, or not kept: it held a secret) and the temperature."""
+    provider's own, or not kept: it held a secret), the temperature and the
+    forced tool."""
 
     name: str
     provider: str | None
     model: str | None
     base_url: str | None
     temperature: float | None
+    tool: str | None
 
 
 async def _started(gate: Gate, run_id: str) -> _Started:
@@ -414,6 +417,7 @@ async def _started(gate: Gate, run_id: str) -> _Started:
         model=model,
         base_url=str(state["base_url"]) if state.get("base_url") else None,
         temperature=float(temperature) if temperature is not None else None,
+        tool=str(state["forced_tool"]) if state.get("forced_tool") else None,
     )
 
 
@@ -461,6 +465,7 @@ async def _run(
             provider = provider or started.provider
             model = model or started.model
             temperature = started.temperature if temperature is None else temperature
+            tool = tool or started.tool
             if provider is None or model is None:
                 raise CliError(
                     f"run {resume} used the model {started.name!r}: give --provider and --model"
