@@ -93,6 +93,22 @@ tenant = "acme"
 [limits]
 max_result_tokens = {RESULT_TOKENS}
 
+# The demo's own rules (a weak model proposed a rollback to "How is deployment D-1?").
+[[policy.rules]]
+name = "rollback-needs-oncall"
+effect = "deny"
+tools = ["ops.deploy_rollback"]
+when = '!("oncall" in principal.roles)'
+reason = "only on-call engineers may roll back"
+
+[[policy.rules]]
+name = "external-email-needs-approval"
+effect = "require_approval"
+tools = ["ops.send_email"]
+when = 'args.to.exists(r, !r.endsWith("@acme.example"))'
+reason = "emails to outside recipients need a confirmation"
+approved_by = "requester"
+
 [[policy.rules]]
 name = "deletes-need-a-confirmation"
 effect = "require_approval"

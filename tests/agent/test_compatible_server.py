@@ -427,3 +427,34 @@ async def test_arguments_written_until_the_context_ran_out_are_not_sent_back_who
     # The run's trace keeps what the model wrote.
     [first, _] = [e for e in saved.trace if e["type"] == "tool_call"]
     assert first["call"]["raw_arguments"] == runaway
+
+
+async def test_an_answer_that_filled_the_context_stops_the_run_as_cut_off(ops: Ops) -> None:
+    # llama-cpp-python's 400 when the model wrote arguments until the window was full:
+    # the prompt it counts has grown to the whole window.
+    def respond(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            400,
+            json={
+                "error": {
+                    "message": "This model's maximum context length is 4096 tokens. However, "
+                    "you requested 4608 tokens (4096 in the messages, 512 in the completion). "
+                    "Please reduce the length of the messages or completion.",
+                    "type": "invalid_request_error",
+                    "param": "messages",
+                    "code": "context_length_exceeded",
+                }
+            },
+        )
+
+    model = OpenAIChatModel("smollm2", base_url=BASE_URL)
+    model.client = model.client.with_options(
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(respond)), max_retries=0
+    )
+    async with Gate([ops.toolbox()], store=MemoryStore()) as gate:
+        result = await Agent(gate, model, principal=ALICE).run("go")
+
+    assert result.status == "stopped"  # a cut-off answer: exit code 4, not a failure
+    assert "the model's answer was cut off" in result.reason
+    assert "filled the whole context window before it ended" in result.reason
+    assert "lower the output budget" not in result.reason  # it would not have helped

@@ -135,6 +135,7 @@ def model_error(
     the usual reason.
     """
     status: int | None = None
+    cut_off = False
     url = _request_url(error)
     api = "OpenAI-compatible server" if compatible else "OpenAI API"
     at = f" at {url}" if url else ""
@@ -149,7 +150,11 @@ def model_error(
             message += "" if compatible else f" ({API_KEY_ENV})"
         else:
             message += f": {detail or error.message}"
-        if status == 400 and _context_exceeded(code, detail):
+        if status == 400 and _context_exceeded(code, detail) and _answer_filled(detail):
+            # Not the request: the prompt grew to the whole window while the model wrote.
+            message = message.rstrip(".") + _FILLED_HINT
+            cut_off = True
+        elif status == 400 and _context_exceeded(code, detail):
             message = message.rstrip(".") + _CONTEXT_HINT.format(max_tokens=max_tokens or "?")
         # The SDK's own retry policy: request timeout, lock timeout, rate limit, 5xx.
         retryable = status in (408, 409, 429) or status >= 500
@@ -161,7 +166,9 @@ def model_error(
         message, retryable = f"{api} error: {error.message}", False
     if api_key:
         message = message.replace(api_key, "[redacted]")
-    return ModelError(_KEY_TEXT.sub("[redacted]", message), retryable=retryable, status=status)
+    return ModelError(
+        _KEY_TEXT.sub("[redacted]", message), retryable=retryable, status=status, cut_off=cut_off
+    )
 
 
 _CONTEXT_HINT = (
@@ -171,6 +178,25 @@ _CONTEXT_HINT = (
     "or offer fewer tools"
 )
 _CONTEXT_WORDS = re.compile(r"context (length|window|size)|maximum context", re.IGNORECASE)
+
+
+_FILLED_HINT = (
+    ". The model's answer filled the whole context window before it ended: the server "
+    "does not hold what the model writes to the output budget (llama-cpp-python's "
+    "chatml-function-calling does not, while it writes a tool call's arguments), and "
+    "a small model may never close a string"
+)
+_WINDOW = re.compile(r"maximum context length is (\d+)")
+_IN_MESSAGES = re.compile(r"(\d+) in the messages")
+
+
+def _answer_filled(detail: str | None) -> bool:
+    """Whether a context error says the prompt alone is the whole window: llama-cpp-
+    python's when the model wrote (a tool call's arguments) until the context ended,
+    which no smaller output budget or shorter conversation would have avoided."""
+    window = _WINDOW.search(detail or "")
+    prompt = _IN_MESSAGES.search(detail or "")
+    return bool(window and prompt and int(prompt.group(1)) >= int(window.group(1)))
 
 
 def _context_exceeded(code: str | None, detail: str | None) -> bool:

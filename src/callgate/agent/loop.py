@@ -384,6 +384,8 @@ class Agent:
             response = await self.model.request(request)
         except ModelError as exc:
             run.trace.append({"type": "model_error", "turn": run.turn, "error": str(exc)})
+            if exc.cut_off:  # like an answer cut off at the output limit: a limit, not a fault
+                raise _Stop("stopped", f"the model's answer was cut off: {exc}") from None
             raise _Stop("failed", f"the model request failed: {exc}") from None
         run.usage.input_tokens += response.usage.input_tokens
         run.usage.output_tokens += response.usage.output_tokens

@@ -37,13 +37,24 @@ class ModelError(Exception):
     """A model request failed: the provider refused it, or could not be reached.
 
     ``retryable`` says whether trying again later may work (rate limits,
-    overload, timeouts); ``status`` is the HTTP status, when there was one.
+    overload, timeouts); ``status`` is the HTTP status, when there was one;
+    ``cut_off`` that the answer itself ran out of context.
     """
 
-    def __init__(self, message: str, *, retryable: bool = False, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        status: int | None = None,
+        cut_off: bool = False,
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.status = status
+        self.cut_off = cut_off
+        """The model's own answer filled the context and the server refused to go on:
+        a cut-off answer, as with the output limit (the loop stops the run)."""
 
 
 class ScriptExhausted(RuntimeError):
