@@ -67,23 +67,43 @@ else
     PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 fi
 LOG="$CACHE/server.log"
-"$SERVER_PY" -m llama_cpp.server --model "$MODEL_FILE" --model_alias smollm2 \
-    --host 127.0.0.1 --port "$PORT" --n_ctx "$CTX" --chat_format "$FORMAT" >"$LOG" 2>&1 &
-SERVER=$!
-trap 'kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true' EXIT
+: >"$LOG"
+# Restarted when it crashes: after answering a request whose generation filled the
+# context (a 400), llama-cpp-python's server sometimes dies with a segmentation
+# fault on the next request. A crash is said on stderr; the log keeps every run.
+supervise() {
+    local code
+    while true; do
+        code=0
+        "$SERVER_PY" -m llama_cpp.server --model "$MODEL_FILE" --model_alias smollm2 \
+            --host 127.0.0.1 --port "$PORT" --n_ctx "$CTX" --chat_format "$FORMAT" >>"$LOG" 2>&1 || code=$?
+        echo "real-model: the server exited (code $code; see $LOG): starting it again" >&2
+        sleep 1
+    done
+}
+supervise &
+SUPERVISOR=$!
+stop() {
+    local children
+    children="$(pgrep -P "$SUPERVISOR" || true)"
+    kill "$SUPERVISOR" 2>/dev/null || true
+    [[ -z "$children" ]] || kill $children 2>/dev/null || true
+    wait 2>/dev/null || true
+}
+trap stop EXIT
 URL="http://127.0.0.1:$PORT/v1"
-for _ in $(seq 1 120); do
+for attempt in $(seq 1 120); do
     if "$PY" -c "import urllib.request, sys; urllib.request.urlopen('$URL/models', timeout=2)" 2>/dev/null; then
         break
     fi
-    kill -0 "$SERVER" 2>/dev/null || fail "the server exited; see $LOG"
+    (( attempt < 120 )) || fail "the server did not start in 2 minutes; see $LOG"
     sleep 1
 done
 echo "real-model: $(basename "$MODEL_FILE") served at $URL (chat format $FORMAT, context $CTX)" >&2
 
 if [[ "${1:-}" == "--serve" ]]; then
     echo "real-model: Ctrl-C stops it" >&2
-    wait "$SERVER"
+    wait "$SUPERVISOR"
     exit 0
 fi
 "$PY" scripts/real_model_smoke.py --base-url "$URL" --model smollm2

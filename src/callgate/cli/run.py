@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlsplit
 
+import anyio
 import typer
 
 from callgate.agent.providers import PROVIDERS, MissingCredentials, make_model, provider_of
@@ -472,7 +473,9 @@ async def _run(
                 )
         agent = Agent(
             gate,
-            _Waiting(_model(provider, model, base_url), progress),
+            # Off the loop: the first use imports the provider's SDK (about a second),
+            # which the gate's stall watch would report as blocking code.
+            _Waiting(await anyio.to_thread.run_sync(_model, provider, model, base_url), progress),
             principal=who,
             system=system,
             tool_choice=ForcedTool(tool) if tool is not None else "auto",
