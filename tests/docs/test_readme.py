@@ -272,17 +272,45 @@ def test_every_deployment_the_readme_names_exists_in_the_demo() -> None:
 @pytest.mark.slow
 @pytest.mark.anyio
 async def test_the_agent_examples_run(tmp_path: Path) -> None:
-    local, _, anthropic, _ = (
-        line.removeprefix("$ ") for line in commands(block("Run an agent", "console").text)
-    )
-    turns = [tool_call("deploy_status", {"deploy_id": "D-1"}), text("D-1 is running.")]
-
-    async with fake_openai(turns) as (url, _):
-        args = shlex.split(local.replace("http://127.0.0.1:11434/v1", url))
-        answered = await callgate_run(tmp_path, *args[2:])
-    without_key = await callgate_run(tmp_path, *shlex.split(anthropic)[2:])
+    """The block as written, against a fake server at the URL real-model.sh serves:
+    a run, a forced email that waits, its approval, the resume with nothing but the
+    run id, and the Anthropic example without a key."""
+    lines = [
+        shlex.split(line.removeprefix("$ "), comments=True)
+        for line in commands(block("Run an agent", "console").text)
+    ]
+    serve, status, email, approve, resume, _, anthropic = lines
+    assert serve == ["bash", "scripts/real-model.sh", "--serve"]
+    message = {"to": ["partner@example.org"], "subject": "Q4", "body": "The Q4 note."}
+    turns = [
+        tool_call("deploy_status", {"deploy_id": "D-1"}),
+        text("D-1 is running."),
+        tool_call("send_email", message),
+        text("Sent."),
+    ]
+    url = "http://127.0.0.1:8080/v1"
+    async with fake_openai(turns) as (fake_url, fake):
+        answered = await callgate_run(tmp_path, *[fake_url if a == url else a for a in status[2:]])
+        waiting = await callgate_run(tmp_path, *[fake_url if a == url else a for a in email[2:]])
+        run_id = waiting.stdout.decode().split()[1]
+        [approval_id] = set(re.findall(r"apr_[\w-]+", waiting.stdout.decode()))
+        env = {**os.environ, "CALLGATE_DEMO_STATE": str(tmp_path / "demo.json")}
+        decide = [sys.executable, "-m", "callgate", *approve[1:], "--store"]
+        decide = [approval_id if a == "apr_..." else a for a in decide]
+        approved = await anyio.run_process(
+            [*decide, f"sqlite:///{tmp_path / 'runs.db'}"], env=env, check=False
+        )
+        resumed = await callgate_run(
+            tmp_path, *[run_id if a == "run_..." else a for a in resume[2:]]
+        )
+    without_key = await callgate_run(tmp_path, *anthropic[2:])
 
     assert answered.returncode == 0, answered.stderr.decode()
     assert "D-1 is running." in answered.stdout.decode()
+    assert waiting.returncode == 3, waiting.stdout.decode()
+    assert approved.returncode == 0, approved.stderr.decode()
+    assert resumed.returncode == 0, resumed.stdout.decode() + resumed.stderr.decode()
+    assert "the forced tool ops.send_email was called" in resumed.stdout.decode()
+    assert [r.get("temperature") for r in fake.requests] == [0, 0, 0]
     assert without_key.returncode == 2
     assert "set the environment variable ANTHROPIC_API_KEY" in without_key.stderr.decode()

@@ -28,7 +28,6 @@ with its call's id, in the model's order.
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -64,7 +63,9 @@ from callgate.agent.runs import (
     RunResult,
     RunState,
     RunUsage,
+    add_count,
     call_json,
+    cut_refused,
 )
 from callgate.agent.tools import estimate_tokens, result_for, tool_defs
 from callgate.contract import FULL_NAMES, Principal, RiskTier, ToolNames
@@ -100,43 +101,6 @@ def _usable_builtins(run: RunState) -> list[str]:
     if any(envelope.get("status") == Status.PENDING_APPROVAL.value for envelope in envelopes):
         usable.append(APPROVAL_STATUS_TOOL)
     return usable
-
-
-REFUSED_ARGUMENTS_KEPT = 1000
-"""Characters of a refused call's arguments the conversation keeps. A small model
-may write arguments until its server's context is full (llama-cpp-python ignores
-the output limit there): repeated in every later request, they left no room for
-the next turn. The call never ran and its error says what was wrong; the trace
-keeps the arguments whole."""
-
-
-def _cut_refused(run: RunState, call: ToolCall) -> None:
-    """Shorten ``call``'s arguments in the turn's assistant message (the last
-    message while the turn's calls are made) if they are longer than
-    :data:`REFUSED_ARGUMENTS_KEPT`: it was refused before it could run."""
-    text = call.raw_arguments
-    if text is None:
-        text = json.dumps(dict(call.arguments), ensure_ascii=False)
-    if len(text) <= REFUSED_ARGUMENTS_KEPT:
-        return
-    kept = text[:REFUSED_ARGUMENTS_KEPT]
-    cut = replace(
-        call,
-        arguments={},
-        raw_arguments=f"{kept}… ({len(text) - len(kept):,} more characters, not repeated)",
-    )
-    message = run.messages[-1]
-    assert isinstance(message, AssistantMessage)
-    parts = tuple(
-        cut if isinstance(part, ToolCall) and part.id == call.id else part for part in message.parts
-    )
-    run.messages[-1] = replace(message, parts=parts)
-
-
-def _add(counts: dict[str, int], key: str, n: int) -> None:
-    counts[key] = counts.get(key, 0) + n
-    if not counts[key]:
-        del counts[key]
 
 
 def _ending(response: ModelResponse, limits: RunLimits) -> tuple[RunStatus, str]:
@@ -434,7 +398,7 @@ class Agent:
                 run.results[call.id] = result_for(call, envelope)
                 run.remaining.remove(call)
                 if envelope.error is not None and envelope.error.kind is ErrorKind.CONSTRUCTION:
-                    _cut_refused(run, call)
+                    cut_refused(run, call)
             if run.pending:
                 # Later calls of the turn may depend on the parked one: they wait too.
                 return "waiting_approval", (
@@ -512,19 +476,19 @@ class Agent:
             if pending:
                 return  # still waiting: counted already
             run.parked.remove(call.id)
-            _add(usage.outcomes, "pending_approval", -1)
+            add_count(usage.outcomes, "pending_approval", -1)
         else:
             usage.tool_calls += 1
             spec = self.gate.registry.get(call.name)
-            _add(usage.calls_by_risk, spec.risk.value if spec is not None else "unknown", 1)
+            add_count(usage.calls_by_risk, spec.risk.value if spec is not None else "unknown", 1)
         if pending:
             run.parked.append(call.id)
             usage.approvals += 1
-            _add(usage.outcomes, "pending_approval", 1)
+            add_count(usage.outcomes, "pending_approval", 1)
             return
         if envelope.error is not None:
             usage.errors += 1
-        _add(
+        add_count(
             usage.outcomes,
             envelope.error.kind.value if envelope.error else envelope.status.value,
             1,

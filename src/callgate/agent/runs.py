@@ -6,12 +6,14 @@ keeps in the store between a pause and a resume.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
 from callgate.agent.messages import (
+    AssistantMessage,
     Message,
     ToolCall,
     ToolResult,
@@ -22,6 +24,7 @@ from callgate.agent.providers import keepable_url
 from callgate.store.base import RunRecord, RunStatus
 
 __all__ = [
+    "REFUSED_ARGUMENTS_KEPT",
     "CallOutcome",
     "EventKind",
     "RunEvent",
@@ -29,8 +32,10 @@ __all__ = [
     "RunResult",
     "RunState",
     "RunUsage",
+    "add_count",
     "call_from_json",
     "call_json",
+    "cut_refused",
 ]
 
 
@@ -229,3 +234,41 @@ class RunState:
             parked=list(state.get("parked", ())),
             trace=list(record.trace),
         )
+
+
+REFUSED_ARGUMENTS_KEPT = 1000
+"""Characters of a refused call's arguments the conversation keeps. A small model
+may write arguments until its server's context is full (llama-cpp-python ignores
+the output limit there): repeated in every later request, they left no room for
+the next turn. The call was refused for its arguments (a construction error)
+and its error says what was wrong; the trace keeps the arguments whole."""
+
+
+def cut_refused(run: RunState, call: ToolCall) -> None:
+    """Shorten ``call``'s arguments in the turn's assistant message (the last
+    message while the turn's calls are made) if they are longer than
+    :data:`REFUSED_ARGUMENTS_KEPT`: it was refused for its arguments."""
+    text = call.raw_arguments
+    if text is None:
+        text = json.dumps(dict(call.arguments), ensure_ascii=False)
+    if len(text) <= REFUSED_ARGUMENTS_KEPT:
+        return
+    kept = text[:REFUSED_ARGUMENTS_KEPT]
+    cut = replace(
+        call,
+        arguments={},
+        raw_arguments=f"{kept}… ({len(text) - len(kept):,} more characters, not repeated)",
+    )
+    message = run.messages[-1]
+    assert isinstance(message, AssistantMessage)
+    parts = tuple(
+        cut if isinstance(part, ToolCall) and part.id == call.id else part for part in message.parts
+    )
+    run.messages[-1] = replace(message, parts=parts)
+
+
+def add_count(counts: dict[str, int], key: str, n: int) -> None:
+    """Add ``n`` to ``counts[key]``; a count that reaches 0 is removed."""
+    counts[key] = counts.get(key, 0) + n
+    if not counts[key]:
+        del counts[key]
