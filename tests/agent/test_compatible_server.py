@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import pytest
+from pydantic import Field
 
 from callgate import Gate, Principal, Toolbox
 from callgate.agent.loop import Agent, RunLimits
@@ -458,3 +459,40 @@ async def test_an_answer_that_filled_the_context_stops_the_run_as_cut_off(ops: O
     assert "the model's answer was cut off" in result.reason
     assert "filled the whole context window before it ended" in result.reason
     assert "lower the output budget" not in result.reason  # it would not have helped
+
+
+async def test_large_bounds_are_not_sent_to_a_compatible_server_but_still_hold() -> None:
+    # llama-cpp-python's server crashed (segmentation fault) building the grammar for
+    # the demo's email body (maxLength 20,000; 1,000 was fine) and for an email pattern.
+    box = Toolbox("mail")
+    sent: list[str] = []
+
+    @box.tool(open_world=False, idempotent=False)
+    def send(
+        body: Annotated[str, Field(max_length=20_000)],
+        to: Annotated[
+            list[Annotated[str, Field(max_length=254, pattern=r"^[a-z]+@[a-z]+\.[a-z]{2,}$")]],
+            Field(max_length=500),
+        ],
+    ) -> str:
+        """Send a message.
+
+        Args:
+            body: The text, 1-20,000 characters.
+            to: The recipients.
+        """
+        sent.append(body)
+        return "sent"
+
+    long = json.dumps({"body": "x" * 20_001, "to": ["a@b.example"]})
+    server = Server(tool_calls(function("mail__send", long, id="c1")), answer("Too long."))
+    async with Gate([box], store=MemoryStore()) as gate:
+        result = await Agent(gate, server.model(), principal=ALICE).run("go")
+
+    [tool] = server.requests[0]["tools"]
+    properties = tool["function"]["parameters"]["properties"]
+    assert "maxLength" not in properties["body"] and "maxItems" not in properties["to"]
+    assert properties["to"]["items"] == {"type": "string", "maxLength": 254}  # no pattern
+    assert result.status == "completed" and sent == []  # the gate still refused it
+    _, [refused] = sent_after_calls(server)
+    assert refused["content"].startswith("ERROR: Argument 'body'")

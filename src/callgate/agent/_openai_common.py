@@ -246,6 +246,34 @@ def arguments_text(call: ToolCall) -> str:
     return json.dumps(dict(call.arguments), ensure_ascii=False)
 
 
+GRAMMAR_BOUNDS = {"maxLength": 1000, "maxItems": 100}
+"""The largest bounds sent to an OpenAI-compatible server. llama-cpp-python turns
+a tool's parameters into a sampling grammar in which a bound becomes that many
+nested rules: a ``maxLength`` of 1,500 or more (the demo's email body allows
+20,000) crashed its server with a segmentation fault, 1,000 did not."""
+
+
+def compatible_parameters(schema: Any) -> Any:
+    """``schema`` as an OpenAI-compatible server is sent it: without the bounds
+    above :data:`GRAMMAR_BOUNDS` and without ``pattern`` (llama-cpp-python's
+    server crashed on the demo's email pattern, and on ``^[a-z]+@[a-z]+\\.[a-z]{2,}$``,
+    while ``^D-[0-9]+$`` worked). The model is told less; the gate still checks
+    every bound and pattern, and the descriptions give examples."""
+    if isinstance(schema, list):
+        return [compatible_parameters(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kept = {}
+    for key, value in schema.items():
+        # A property named like a keyword has a schema, not a number or text, as value.
+        if key == "pattern" and isinstance(value, str):
+            continue
+        if key in GRAMMAR_BOUNDS and isinstance(value, int) and value > GRAMMAR_BOUNDS[key]:
+            continue
+        kept[key] = compatible_parameters(value)
+    return kept
+
+
 @dataclass(frozen=True)
 class OpenAITool:
     """One tool as one request sends it."""

@@ -63,6 +63,7 @@ from callgate.agent._openai_common import (
     OpenAITool,
     Tools,
     arguments_text,
+    compatible_parameters,
     model_error,
     result_text,
     unreadable,
@@ -142,7 +143,7 @@ class OpenAIChatModel(OpenAIModelBase):
         tools = Tools(request, strict=self.strict)
         options: dict[str, Any] = {}
         if tools.tools:
-            options["tools"] = [_tool(tool) for tool in tools.tools]
+            options["tools"] = [_tool(tool, compatible=self.compatible) for tool in tools.tools]
             options["tool_choice"] = _tool_choice(request, tools)
             options["parallel_tool_calls"] = request.parallel_tool_calls
         limit = "max_tokens" if self.compatible else "max_completion_tokens"
@@ -168,13 +169,14 @@ class OpenAIChatModel(OpenAIModelBase):
             raise unreadable(error, compatible=self.compatible) from None
 
 
-def _tool(tool: OpenAITool) -> ChatCompletionFunctionToolParam:
+def _tool(tool: OpenAITool, *, compatible: bool) -> ChatCompletionFunctionToolParam:
+    parameters = compatible_parameters(tool.parameters) if compatible else tool.parameters
     return {
         "type": "function",
         "function": {
             "name": tool.name,
             "description": tool.tool.description,
-            "parameters": tool.parameters,
+            "parameters": parameters,
             "strict": tool.strict is not None,
         },
     }
