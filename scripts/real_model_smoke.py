@@ -31,7 +31,9 @@ import textwrap
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from callgate import Gate, Limits, Principal, Toolbox
 from callgate.agent import Agent, RunLimits
@@ -66,6 +68,9 @@ WHO = Principal(
 NOTES_TOOL = '''
 import os
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
 
 from callgate import Toolbox
 
@@ -73,7 +78,7 @@ notes = Toolbox("notes", description="Notes to delete.")
 
 
 @notes.tool(destructive=True)
-def note_delete(note_id: str) -> str:
+def note_delete(note_id: Annotated[str, Field(max_length=16)]) -> str:
     """Delete a note. Use it when the user asks to delete a note.
 
     Args:
@@ -193,8 +198,10 @@ class Smoke:
         box = Toolbox("notes", description="Notes to delete.")
         deleted: list[str] = []
 
+        # A bounded id: the server's grammar then ends the string (unbounded, a 135M
+        # model once wrote the id until the output limit, and the call was refused).
         @box.tool(destructive=True)
-        def note_delete(note_id: str) -> str:
+        def note_delete(note_id: Annotated[str, Field(max_length=16)]) -> str:
             """Delete a note. Use it when the user asks to delete a note."""
             deleted.append(note_id)
             return f"deleted {note_id}"
