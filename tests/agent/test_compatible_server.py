@@ -36,7 +36,7 @@ class Server:
 
     def __init__(
         self,
-        *turns: Turn | dict[str, Any],
+        *turns: Turn | dict[str, Any] | httpx.Response,
         context: int = 100_000,
         null_content: bool = False,
         refuses_required: bool = True,
@@ -78,6 +78,8 @@ class Server:
                 },
             )
         turn = self.turns.pop(0)
+        if isinstance(turn, httpx.Response):
+            return turn  # an error the server answers with
         answer = turn(body) if callable(turn) else turn
         return httpx.Response(200, json=answer)
 
@@ -433,27 +435,21 @@ async def test_arguments_written_until_the_context_ran_out_are_not_sent_back_who
 async def test_an_answer_that_filled_the_context_stops_the_run_as_cut_off(ops: Ops) -> None:
     # llama-cpp-python's 400 when the model wrote arguments until the window was full:
     # the prompt it counts has grown to the whole window.
-    def respond(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(
-            400,
-            json={
-                "error": {
-                    "message": "This model's maximum context length is 4096 tokens. However, "
-                    "you requested 4608 tokens (4096 in the messages, 512 in the completion). "
-                    "Please reduce the length of the messages or completion.",
-                    "type": "invalid_request_error",
-                    "param": "messages",
-                    "code": "context_length_exceeded",
-                }
-            },
-        )
-
-    model = OpenAIChatModel("smollm2", base_url=BASE_URL)
-    model.client = model.client.with_options(
-        http_client=httpx.AsyncClient(transport=httpx.MockTransport(respond)), max_retries=0
+    filled = httpx.Response(
+        400,
+        json={
+            "error": {
+                "message": "This model's maximum context length is 4096 tokens. However, "
+                "you requested 4608 tokens (4096 in the messages, 512 in the completion). "
+                "Please reduce the length of the messages or completion.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        },
     )
-    async with Gate([ops.toolbox()], store=MemoryStore()) as gate:
-        result = await Agent(gate, model, principal=ALICE).run("go")
+
+    result, _ = await run(ops, Server(filled))
 
     assert result.status == "stopped"  # a cut-off answer: exit code 4, not a failure
     assert "the model's answer was cut off" in result.reason

@@ -362,3 +362,23 @@ async def test_a_temperature_reaches_the_wire_only_when_set() -> None:
     model = OpenAIResponsesModel("gpt-test", client=wire.client())
     await model.request(ModelRequest(messages=(UserMessage(content="hi"),), temperature=0.0))
     assert wire.sent["temperature"] == 0.0
+
+
+async def test_a_compatible_server_gets_no_pattern_or_large_bounds_openai_does() -> None:
+    # llama-cpp-python's grammar for these crashed its server (docs/agent.md).
+    text = {"type": "string", "pattern": "^[a-z]+@[a-z]+\\.[a-z]{2,}$", "maxLength": 20_000}
+    mail = ToolDef(
+        name="mail.send",
+        description="Send a message.",
+        input_schema={"type": "object", "properties": {"body": text}, "required": ["body"]},
+    )
+    request = ModelRequest(messages=(UserMessage(content="hi"),), tools=(mail,))
+    sent = {}
+    for compatible in (True, False):
+        wire = Wire(response([message("ok")]))
+        model = OpenAIResponsesModel("m", client=wire.client(), compatible=compatible)
+        await model.request(request)
+        sent[compatible] = wire.sent["tools"][0]["parameters"]["properties"]["body"]
+
+    assert sent[True] == {"type": "string"}
+    assert sent[False] == text

@@ -150,12 +150,12 @@ def model_error(
             message += "" if compatible else f" ({API_KEY_ENV})"
         else:
             message += f": {detail or error.message}"
-        if status == 400 and _context_exceeded(code, detail) and _answer_filled(detail):
-            # Not the request: the prompt grew to the whole window while the model wrote.
-            message = message.rstrip(".") + _FILLED_HINT
-            cut_off = True
-        elif status == 400 and _context_exceeded(code, detail):
-            message = message.rstrip(".") + _CONTEXT_HINT.format(max_tokens=max_tokens or "?")
+        if status == 400 and _context_exceeded(code, detail):
+            # A prompt as long as the whole window grew while the model wrote: no
+            # smaller budget or shorter conversation would have helped.
+            cut_off = _answer_filled(detail)
+            hint = _FILLED_HINT if cut_off else _CONTEXT_HINT.format(max_tokens=max_tokens or "?")
+            message = message.rstrip(".") + hint
         # The SDK's own retry policy: request timeout, lock timeout, rate limit, 5xx.
         retryable = status in (408, 409, 429) or status >= 500
     elif isinstance(error, openai.APITimeoutError):
@@ -238,14 +238,6 @@ def result_text(result: ToolResult) -> str:
     return ERROR_PREFIX + result.content if result.is_error else result.content
 
 
-def arguments_text(call: ToolCall) -> str:
-    """``call``'s arguments as the API carries them: a JSON string (the model's own
-    text when it was not JSON, so the model sees what it wrote)."""
-    if call.raw_arguments is not None:
-        return call.raw_arguments
-    return json.dumps(dict(call.arguments), ensure_ascii=False)
-
-
 GRAMMAR_BOUNDS = {"maxLength": 1000, "maxItems": 100}
 """The largest bounds sent to an OpenAI-compatible server. llama-cpp-python turns
 a tool's parameters into a sampling grammar in which a bound becomes that many
@@ -288,10 +280,11 @@ class Tools:
     """The tools of one request, their provider names, and the way back for calls.
 
     The :class:`NameMap` is built from the request's tools and every call in its
-    history (and a forced tool), so earlier calls keep their names.
+    history (and a forced tool), so earlier calls keep their names. For a
+    ``compatible`` server the parameters are :func:`compatible_parameters`.
     """
 
-    def __init__(self, request: ModelRequest, *, strict: bool) -> None:
+    def __init__(self, request: ModelRequest, *, strict: bool, compatible: bool = False) -> None:
         names = [tool.name for tool in request.tools]
         for message in request.messages:
             if isinstance(message, AssistantMessage):
@@ -304,6 +297,8 @@ class Tools:
         for tool in request.tools:
             converted = strict_schema(tool.input_schema) if strict or tool.strict else None
             parameters = converted.schema if converted else loose_schema(tool.input_schema)
+            if compatible:
+                parameters = compatible_parameters(parameters)
             self.tools.append(
                 OpenAITool(
                     tool=tool,

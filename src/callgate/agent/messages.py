@@ -16,6 +16,7 @@ All of them are frozen dataclasses and convert to JSON (:func:`message_to_json`,
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
@@ -36,6 +37,7 @@ __all__ = [
     "ToolResults",
     "Usage",
     "UserMessage",
+    "arguments_text",
     "call_ids",
     "message_from_json",
     "message_to_json",
@@ -231,6 +233,14 @@ def unique_call_ids(message: AssistantMessage, taken: set[str]) -> AssistantMess
                 part = replace(part, id=call_id)
         parts.append(part)
     return AssistantMessage(parts=tuple(parts))
+
+
+def arguments_text(call: ToolCall) -> str:
+    """``call``'s arguments as a JSON string (the model's own text when it was not
+    JSON, so the model sees what it wrote)."""
+    if call.raw_arguments is not None:
+        return call.raw_arguments
+    return json.dumps(dict(call.arguments), ensure_ascii=False)
 
 
 def call_ids(messages: Sequence[Message]) -> set[str]:

@@ -49,9 +49,13 @@ How callgate's representation maps to the API:
   -> ``other``; a refusal text becomes a text part with stop reason ``refusal``.
   No choices at all -> no parts, ``other``. The loop decides what each means for
   the run (:mod:`callgate.agent.loop`: only a finished text answer completes it).
+- Tool parameters for a compatible server leave out ``pattern`` and large
+  bounds, on which llama-cpp-python's grammar crashed
+  (:func:`~callgate.agent._openai_common.compatible_parameters`).
 - A 400 that says the request does not fit the model's context
   (``context_length_exceeded``, or vLLM's "maximum context length") names the
-  output budget to lower.
+  output budget to lower; one whose prompt is the whole window (the model wrote
+  until it was full) is a cut-off answer (``ModelError.cut_off``).
 """
 
 from __future__ import annotations
@@ -62,8 +66,6 @@ from callgate.agent._openai_common import (
     OpenAIModelBase,
     OpenAITool,
     Tools,
-    arguments_text,
-    compatible_parameters,
     model_error,
     result_text,
     unreadable,
@@ -80,6 +82,7 @@ from callgate.agent.messages import (
     ToolResults,
     Usage,
     UserMessage,
+    arguments_text,
 )
 
 try:
@@ -140,10 +143,10 @@ class OpenAIChatModel(OpenAIModelBase):
         Raises:
             ModelError: the API refused the request or could not be reached.
         """
-        tools = Tools(request, strict=self.strict)
+        tools = Tools(request, strict=self.strict, compatible=self.compatible)
         options: dict[str, Any] = {}
         if tools.tools:
-            options["tools"] = [_tool(tool, compatible=self.compatible) for tool in tools.tools]
+            options["tools"] = [_tool(tool) for tool in tools.tools]
             options["tool_choice"] = _tool_choice(request, tools)
             options["parallel_tool_calls"] = request.parallel_tool_calls
         limit = "max_tokens" if self.compatible else "max_completion_tokens"
@@ -169,14 +172,13 @@ class OpenAIChatModel(OpenAIModelBase):
             raise unreadable(error, compatible=self.compatible) from None
 
 
-def _tool(tool: OpenAITool, *, compatible: bool) -> ChatCompletionFunctionToolParam:
-    parameters = compatible_parameters(tool.parameters) if compatible else tool.parameters
+def _tool(tool: OpenAITool) -> ChatCompletionFunctionToolParam:
     return {
         "type": "function",
         "function": {
             "name": tool.name,
             "description": tool.tool.description,
-            "parameters": parameters,
+            "parameters": tool.parameters,
             "strict": tool.strict is not None,
         },
     }

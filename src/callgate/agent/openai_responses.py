@@ -38,7 +38,6 @@ from callgate.agent._openai_common import (
     OpenAIModelBase,
     OpenAITool,
     Tools,
-    arguments_text,
     model_error,
     result_text,
     unreadable,
@@ -55,6 +54,7 @@ from callgate.agent.messages import (
     ToolResults,
     Usage,
     UserMessage,
+    arguments_text,
 )
 from callgate.agent.model import ModelError
 
@@ -111,7 +111,7 @@ class OpenAIResponsesModel(OpenAIModelBase):
             ModelError: the API refused the request, could not be reached, or
                 failed to answer.
         """
-        tools = Tools(request, strict=self.strict)
+        tools = Tools(request, strict=self.strict, compatible=self.compatible)
         options: dict[str, Any] = {}
         if tools.tools:
             options["tools"] = [_tool(tool) for tool in tools.tools]

@@ -6,7 +6,6 @@ keeps in the store between a pause and a resume.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -17,6 +16,7 @@ from callgate.agent.messages import (
     Message,
     ToolCall,
     ToolResult,
+    arguments_text,
     message_from_json,
     message_to_json,
 )
@@ -248,9 +248,7 @@ def cut_refused(run: RunState, call: ToolCall) -> None:
     """Shorten ``call``'s arguments in the turn's assistant message (the last
     message while the turn's calls are made) if they are longer than
     :data:`REFUSED_ARGUMENTS_KEPT`: it was refused for its arguments."""
-    text = call.raw_arguments
-    if text is None:
-        text = json.dumps(dict(call.arguments), ensure_ascii=False)
+    text = arguments_text(call)
     if len(text) <= REFUSED_ARGUMENTS_KEPT:
         return
     kept = text[:REFUSED_ARGUMENTS_KEPT]
