@@ -28,6 +28,7 @@ from callgate.runtime.services import Services
 from callgate.runtime.stages.shape import READ_MORE_TOOL
 from callgate.store import AuditRecord, GroupCommitter, MemoryStore, SQLStore, Store
 from callgate.store.backlog import WriteBacklog
+from callgate.store.base import RunRecords, TaskRecords
 from callgate.store.failures import StoreUnavailable, describe, is_unavailable
 
 STORE_ENV = "CALLGATE_STORE"
@@ -280,9 +281,12 @@ class Gate:
         idempotency_key: str | None = None,
         timeout: float | None = None,
         trace_id: str | None = None,
+        sink: ToolSink | None = None,
         names: ToolNames | None = None,
     ) -> Envelope:
         """``call`` for synchronous code (runs on the gate's own event loop thread).
+
+        ``sink`` is called on that thread, as the tool reports progress or logs.
 
         The thread does not keep the process alive: a gate that is never closed
         is closed at interpreter exit. ``close_sync`` (or ``with Gate(...)``)
@@ -299,6 +303,7 @@ class Gate:
                 idempotency_key=idempotency_key,
                 timeout=timeout,
                 trace_id=trace_id,
+                sink=sink,
                 names=names,
             )
 
@@ -461,6 +466,41 @@ class Gate:
         if not builtin:
             specs = [s for s in specs if s.toolbox != BUILTIN_TOOLBOX]
         return specs
+
+    def tool(self, name: str) -> ToolSpec | None:
+        """The tool of full name ``name`` (``toolbox.tool``), whoever may call it; None
+        if the gate serves none. Listing it is not permission: every call is checked."""
+        return self.registry.get(name)
+
+    @property
+    def toolboxes(self) -> tuple[Toolbox, ...]:
+        """The toolboxes served, in name order (callgate's own included)."""
+        return tuple(self.registry.toolboxes)
+
+    def required_scopes(self) -> frozenset[str]:
+        """Every scope a tool, resource or prompt of the gate requires: what a local
+        principal that may use everything holds."""
+        scopes: set[str] = set()
+        for box in self.registry.toolboxes:
+            scopes.update(scope for spec in box.by_name.values() for scope in spec.scopes)
+            scopes.update(scope for resource in box.resources for scope in resource.scopes)
+            scopes.update(scope for prompt in box.prompts for scope in prompt.scopes)
+        return frozenset(scopes)
+
+    @property
+    def store_url(self) -> str:
+        """The store's URL as given (it may hold a password: mask it before showing it)."""
+        return self.store.url
+
+    async def tasks(self) -> TaskRecords:
+        """Where background calls (MCP tasks) are kept, across processes and replicas."""
+        await self.open()
+        return self.store
+
+    async def runs(self) -> RunRecords:
+        """Where agent runs are kept (their state and trace), across processes."""
+        await self.open()
+        return self.store
 
     async def audit(
         self, *, tail: int | None = None, call_id: str | None = None

@@ -253,6 +253,57 @@ class RunRecord:
     trace: list[dict[str, Any]] = field(default_factory=list)
 
 
+class TaskRecords(Protocol):
+    """The part of the store background calls (MCP tasks) use: see :class:`Store`."""
+
+    async def create_task(self, record: TaskRecord) -> None: ...
+
+    async def get_task(self, task_id: str) -> TaskRecord | None: ...
+
+    async def finish_task(
+        self,
+        task_id: str,
+        *,
+        status: TaskStatus,
+        at: datetime,
+        message: str | None = None,
+        call_id: str | None = None,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> bool: ...
+
+    async def park_task(
+        self,
+        task_id: str,
+        *,
+        at: datetime,
+        input_requests: dict[str, Any],
+        request_state: str | None,
+        call_id: str | None = None,
+    ) -> bool: ...
+
+    async def answer_task(
+        self,
+        task_id: str,
+        responses: dict[str, Any],
+        *,
+        at: datetime,
+        lease_until: datetime | None = None,
+    ) -> TaskRecord | None: ...
+
+    async def renew_task_lease(self, task_id: str, *, owner: str, until: datetime) -> bool: ...
+
+    async def abandon_tasks(self, *, at: datetime, message: str) -> int: ...
+
+
+class RunRecords(Protocol):
+    """The part of the store agent runs use: see :class:`Store`."""
+
+    async def save_run(self, record: RunRecord) -> None: ...
+
+    async def get_run(self, run_id: str) -> RunRecord | None: ...
+
+
 @runtime_checkable
 class Store(Protocol):
     """Persistence used by the gate. All methods are safe under concurrency."""
