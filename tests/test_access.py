@@ -30,7 +30,7 @@ def _policy(**rule: object) -> Policy:
 async def _park(gate: Gate, principal: Principal = ALICE) -> str:
     env = await gate.call("bank.pay", PAY, principal=principal)
     assert env.status is Status.PENDING_APPROVAL, env
-    return str(env.payload["approval_id"])
+    return str(env.approval.approval_id)
 
 
 # Identities -----------------------------------------------------------------------

@@ -142,7 +142,7 @@ async def test_reads_of_a_turn_run_together_and_results_come_back_paired(ops: Op
     assert ops.most_at_once == 3
     assert isinstance(results, ToolResults)
     assert [r.call_id for r in results.results] == [c.id for c in turn.message.tool_calls]
-    assert all('"state": "failed"' in r.content for r in results.results)
+    assert all('"state":"failed"' in r.content for r in results.results)
     assert result.usage.tool_calls == 3 and result.usage.calls_by_risk == {"read": 3}
 
 

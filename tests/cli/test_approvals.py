@@ -24,7 +24,7 @@ def _refund(cli: Cli, args: str = REFUND_500) -> Any:
 def _park(cli: Cli, args: str = REFUND_500) -> str:
     envelope = _refund(cli, args)
     assert envelope["status"] == "pending_approval"
-    return str(envelope["payload"]["approval_id"])
+    return str(envelope["approval"]["approval_id"])
 
 
 def _error_line(result: Result) -> str:
@@ -144,7 +144,7 @@ def test_approved_call_runs_once_when_repeated_and_show_has_its_result(cli: Cli)
     assert after_run["result"]["payload"] == {"order_id": "O-1", "refunded": 500}
     # One approval, one run: the same call again needs a new decision.
     assert again["status"] == "pending_approval"
-    assert again["payload"]["approval_id"] != approval_id
+    assert again["approval"]["approval_id"] != approval_id
     decisions = [r for r in cli.json("audit") if r["phase"] == "decision"]
     assert [(d["call_id"], d["user"], d["decision"]) for d in decisions] == [
         (approval_id, "erin", "approved")

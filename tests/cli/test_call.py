@@ -81,7 +81,7 @@ def test_policy_can_park_a_call_as_pending_approval(cli: Cli) -> None:
     assert envelope["decision"]["rule"] == "external-email-needs-approval"
     assert "Nothing was executed" in envelope["error"]["message_for_model"]
     assert envelope["error"]["kind"] == "business_state"
-    assert envelope["payload"]["approval_id"].startswith("apr_")
+    assert envelope["approval"]["approval_id"].startswith("apr_")
 
 
 def test_readable_ok_output_shows_status_decision_and_payload(cli: Cli) -> None:

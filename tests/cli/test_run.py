@@ -188,7 +188,7 @@ async def test_a_run_waits_for_approval_and_resumes_from_the_cli(tmp_path: Path)
     assert finished["usage"]["approvals"] == 1
     [request] = fake.requests
     result = request["messages"][-1]
-    assert result["role"] == "tool" and '"status": "queued"' in result["content"]
+    assert result["role"] == "tool" and '"status":"queued"' in result["content"]
 
 
 async def test_resume_alone_goes_back_to_the_same_server_and_counts_each_call_once(

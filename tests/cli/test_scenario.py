@@ -79,7 +79,7 @@ def test_a_large_budget_increase_runs_once_after_another_person_approves_it(demo
     # Applying before the decision changes nothing.
     parked = demo.apply(preview_id)
     assert parked["status"] == "pending_approval"
-    assert parked["payload"]["approval_id"] == approval_id
+    assert parked["approval"]["approval_id"] == approval_id
     assert demo.campaign("Autumn Sale_Search")["daily_budget"] == campaign["daily_budget"]
 
     # The approver sees exactly what will run, trusted fields included, and the impact.

@@ -56,7 +56,7 @@ class Console:
             "bank.transfer", {"to": "ACC-9", "amount": amount}, principal=principal
         )
         assert envelope.status.value == "pending_approval"
-        return str(envelope.payload["approval_id"])
+        return str(envelope.approval.approval_id)
 
     async def get(self, url: str, token: str | None = "t-bob", **kw: Any) -> httpx.Response:
         return await self.client.get(url, headers=_auth(token), **kw)

@@ -95,7 +95,7 @@ async def test_an_increase_over_50pct_files_an_approval_at_preview_time(
 
     early = await _apply(gate, alice, preview.payload["preview_id"])
     assert early.status is Status.PENDING_APPROVAL
-    assert early.payload["approval_id"] == approval_id
+    assert early.approval.approval_id == approval_id
     assert early.decision is not None
     assert early.decision.rule == "budget-increase-over-50pct"
     assert state.campaigns["C-101"].daily_budget == 1200

@@ -21,7 +21,7 @@ async def test_email_outside_the_domain_needs_approval_and_sends_nothing(
     assert env.status is Status.PENDING_APPROVAL
     assert env.decision is not None
     assert env.decision.rule == "external-email-needs-approval"
-    assert "outside your organization" in env.payload["reason"]
+    assert "outside your organization" in env.approval.reason
     assert state.outbox == []
 
 
@@ -72,8 +72,8 @@ async def test_budget_increase_over_50pct_needs_approval(
     assert env.status is Status.PENDING_APPROVAL
     assert env.decision is not None
     assert env.decision.rule == "budget-increase-over-50pct"
-    assert "more than 50%" in env.payload["reason"]
-    assert env.payload["approval_id"] == preview.payload["approval"]["approval_id"]
+    assert "more than 50%" in env.approval.reason
+    assert env.approval.approval_id == preview.payload["approval"]["approval_id"]
     assert state.campaigns["C-101"].daily_budget == 1200
 
 

@@ -29,7 +29,7 @@ async def _file_at_once(gates: list[Gate], calls: int, amount: int = 5000) -> se
     async def one(gate: Gate) -> None:
         env = await gate.call("bank.pay", {"to": "bob", "amount": amount}, principal=ALICE)
         assert env.status is Status.PENDING_APPROVAL, env
-        got.append(str(env.payload["approval_id"]))
+        got.append(str(env.approval.approval_id))
 
     with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:

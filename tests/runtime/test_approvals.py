@@ -26,7 +26,7 @@ PAY = {"to": "bob", "amount": 5000}
 async def park(gate: Gate, args: dict[str, object] = PAY) -> str:
     env = await gate.call("bank.pay", args, principal=ALICE, session_id="s1")
     assert env.status is Status.PENDING_APPROVAL, env
-    return str(env.payload["approval_id"])
+    return str(env.approval.approval_id)
 
 
 async def test_parked_call_shows_exact_inputs_and_runs_once_approved(
@@ -45,7 +45,7 @@ async def test_parked_call_shows_exact_inputs_and_runs_once_approved(
         ran = await gate.call("bank.pay", PAY, principal=ALICE)
         used = await approvals.get(approval_id)
         audit = await gate.audit()
-    assert again.payload["approval_id"] == approval_id  # same request, same approval
+    assert again.approval.approval_id == approval_id  # same request, same approval
     assert record is not None
     assert record.arguments == {"to": "bob", "amount": 5000, "tenant_id": "acme"}
     assert record.reason == "big payment" and record.user == "alice"
@@ -70,10 +70,10 @@ async def test_an_approval_does_not_cover_other_arguments_or_a_second_run(
         other = await gate.call("bank.pay", {"to": "mallory", "amount": 5000}, principal=ALICE)
         first = await gate.call("bank.pay", PAY, principal=ALICE)
         replay = await gate.call("bank.pay", PAY, principal=ALICE)
-    assert other.status is Status.PENDING_APPROVAL and other.payload["approval_id"] != approval_id
+    assert other.status is Status.PENDING_APPROVAL and other.approval.approval_id != approval_id
     assert first.ok
     assert replay.status is Status.PENDING_APPROVAL  # one approval, one run
-    assert replay.payload["approval_id"] not in (approval_id, other.payload["approval_id"])
+    assert replay.approval.approval_id not in (approval_id, other.approval.approval_id)
     assert bank.sent == ["acme:bob:5000"]
 
 
@@ -152,7 +152,7 @@ async def test_expired_approvals_cannot_be_decided_or_used() -> None:
         expired = await approvals.list(state="expired")
         again = await gate.call("bank.pay", PAY, principal=ALICE)
     assert [r.id for r in expired] == [approval_id]
-    assert again.status is Status.PENDING_APPROVAL and again.payload["approval_id"] != approval_id
+    assert again.status is Status.PENDING_APPROVAL and again.approval.approval_id != approval_id
 
 
 @durable_stores
@@ -321,7 +321,7 @@ async def test_an_approved_but_expired_approval_is_not_used() -> None:
         await (await gate.approvals()).approve(approval_id, by=Principal("carol", "acme"))
         await anyio.sleep(0.12)
         env = await gate.call("bank.pay", PAY, principal=ALICE)
-    assert env.status is Status.PENDING_APPROVAL and env.payload["approval_id"] != approval_id
+    assert env.status is Status.PENDING_APPROVAL and env.approval.approval_id != approval_id
     assert bank.sent == []
 
 
@@ -338,13 +338,13 @@ async def test_a_used_approval_answers_its_own_retry_and_a_new_key_asks_again(
 
         parked = await pay("run_a:1:c1")
         assert parked.status is Status.PENDING_APPROVAL
-        approval_id = parked.payload["approval_id"]
+        approval_id = parked.approval.approval_id
         await (await gate.approvals()).approve(approval_id, by=Principal("carol", "acme"))
         first = await pay("run_a:1:c1")
         new_run = await pay("run_b:1:c1")
         retry = await pay("run_a:1:c1")
     assert first.ok and bank.sent == ["acme:bob:5000"]
     assert new_run.status is Status.PENDING_APPROVAL, new_run.error
-    assert new_run.payload["approval_id"] != approval_id
+    assert new_run.approval.approval_id != approval_id
     assert retry.ok and retry.replayed and retry.call_id == first.call_id
     assert bank.sent == ["acme:bob:5000"]

@@ -294,7 +294,7 @@ async def test_policy_deny_and_require_approval(make_gate: GateFactory) -> None:
     assert pending.status is Status.PENDING_APPROVAL
     assert pending.error is not None and "large transfer" in pending.error.message_for_model
     assert "Nothing was executed" in pending.error.message_for_model
-    assert pending.payload["approval_id"].startswith("apr_")
+    assert pending.approval.approval_id.startswith("apr_")
     assert fine.ok and other_tool.ok  # a rule reading a missing key does not match
     assert counters.runs["transfer"] == 1
     assert [r.decision for r in records] == ["deny", "require_approval", "allow", "allow", "allow"]
@@ -357,7 +357,8 @@ async def test_envelope_json_round_trip() -> None:
         env = await gate.call("t.status", {"deploy_id": "D-1"}, principal=ALICE)
     data = json.loads(env.model_dump_json())
     assert data["status"] == "ok" and data["payload"]["id"] == "D-1"
-    assert env.for_model() == {"status": "ok", "result": env.payload}
+    # What a model reads (agent loop and MCP alike): the payload as compact JSON.
+    assert env.for_model() == '{"id":"D-1","tenant":"acme","state":"running"}'
 
 
 async def test_cancelled_write_is_recorded_as_unknown_outcome(make_gate: GateFactory) -> None:

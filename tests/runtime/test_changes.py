@@ -174,7 +174,7 @@ async def test_policy_sees_the_impact_and_files_the_approval_at_preview(
         used = await approvals.get(approval_id)
         status = await gate.call(STATUS, {"preview_id": big.payload["preview_id"]}, principal=ALICE)
     assert parked.status is Status.PENDING_APPROVAL
-    assert parked.payload["approval_id"] == approval_id
+    assert parked.approval.approval_id == approval_id
     assert parked.error is not None and approval_id in parked.error.message_for_model
     # the approval shows the exact inputs, trusted fields included, and the impact
     assert record.arguments == {

@@ -73,7 +73,7 @@ async def test_a_secret_from_the_gate_is_redacted_in_approvals_and_never_stored(
     store = f"sqlite:///{tmp_path / 'gate.db'}"
     async with Gate([psp.toolbox()], store=store, policy=CONFIRM, secrets={"api_key": KEY}) as gate:
         parked = await gate.call("psp.charge", {"amount": 500}, principal=ALICE)
-        approval_id = parked.payload["approval_id"]
+        approval_id = parked.approval.approval_id
         approvals = await gate.approvals()
         record = await approvals.get(approval_id)
         assert record is not None

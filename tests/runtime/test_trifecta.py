@@ -56,7 +56,7 @@ async def test_private_plus_untrusted_then_exfiltration_needs_approval(
         blocked = await gate.call("w.send_email", mail, principal=ALICE, session_id="s")
         harmless = await gate.call("w.calculator", {"x": 1}, principal=ALICE, session_id="s")
         other_session = await gate.call("w.send_email", mail, principal=ALICE, session_id="s2")
-        record = await (await gate.approvals()).get(blocked.payload["approval_id"])
+        record = await (await gate.approvals()).get(blocked.approval.approval_id)
     assert blocked.status is Status.PENDING_APPROVAL
     assert blocked.decision is not None and blocked.decision.rule == "lethal-trifecta"
     assert blocked.error is not None

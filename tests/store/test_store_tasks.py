@@ -46,22 +46,22 @@ async def test_a_task_id_is_taken_once(store: Store) -> None:
         await store.create_task(make_task(tool="ops.other"))
 
 
-async def test_a_task_ends_once_with_its_result(store: Store) -> None:
+async def test_a_task_ends_once_with_its_envelope(store: Store) -> None:
     await store.create_task(make_task())
-    result = {"content": [{"type": "text", "text": "done"}], "isError": False}
+    envelope = {"tool": "ops.deploy", "call_id": "call-1", "status": "ok", "payload": "done"}
     later = NOW + timedelta(seconds=5)
 
     assert await store.finish_task(
-        "task-1", status="completed", at=later, call_id="call-1", result=result
+        "task-1", status="completed", at=later, call_id="call-1", envelope=envelope
     )
     assert not await store.finish_task("task-1", status="cancelled", at=later)
     assert not await store.finish_task("no-such-task", status="cancelled", at=later)
 
     got = await store.get_task("task-1")
     assert got is not None
-    assert (got.status, got.result, got.call_id, got.updated_at) == (
+    assert (got.status, got.envelope, got.call_id, got.updated_at) == (
         "completed",
-        result,
+        envelope,
         "call-1",
         later,
     )
@@ -91,7 +91,7 @@ async def test_working_tasks_whose_lease_ran_out_are_abandoned(store: Store) -> 
     await store.create_task(make_task(id="no-lease"))  # written before leases existed
     await store.create_task(make_task(id="asking", status="input_required"))
     await store.create_task(make_task(id="done", lease_until=NOW - timedelta(seconds=1)))
-    await store.finish_task("done", status="completed", at=NOW, result={"content": []})
+    await store.finish_task("done", status="completed", at=NOW, envelope={"status": "ok"})
 
     count = await store.abandon_tasks(at=NOW, message="outcome unknown")
 

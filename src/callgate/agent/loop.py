@@ -229,7 +229,7 @@ class Agent:
             LookupError: no run ``run_id`` of this principal.
         """
         await self.gate.open()
-        record = await self.gate.store.get_run(run_id)
+        record = await (await self.gate.runs()).get_run(run_id)
         if record is None or not access.check(self.principal, access.Action.READ_OWN, record):
             raise LookupError(f"no agent run {run_id!r} of {self.principal.user}")
         run = RunState.load(record)
@@ -391,9 +391,8 @@ class Agent:
             for call, envelope in zip(batch, envelopes, strict=True):
                 assert envelope is not None
                 self._count(run, call, envelope)
-                if envelope.status is Status.PENDING_APPROVAL:
-                    payload = envelope.payload if isinstance(envelope.payload, dict) else {}
-                    run.pending.append(str(payload.get("approval_id", "")))
+                if envelope.status is Status.PENDING_APPROVAL and envelope.approval is not None:
+                    run.pending.append(envelope.approval.approval_id)
                     continue
                 run.results[call.id] = result_for(call, envelope)
                 run.remaining.remove(call)
@@ -423,7 +422,7 @@ class Agent:
         return batch
 
     def _is_read(self, call: ToolCall) -> bool:
-        spec = self.gate.registry.get(call.name)
+        spec = self.gate.tool(call.name)
         return spec is not None and spec.risk is RiskTier.READ
 
     async def _call(self, run: RunState, call: ToolCall) -> Envelope:
@@ -479,7 +478,7 @@ class Agent:
             add_count(usage.outcomes, "pending_approval", -1)
         else:
             usage.tool_calls += 1
-            spec = self.gate.registry.get(call.name)
+            spec = self.gate.tool(call.name)
             add_count(usage.calls_by_risk, spec.risk.value if spec is not None else "unknown", 1)
         if pending:
             run.parked.append(call.id)
@@ -506,7 +505,7 @@ class Agent:
 
     # -- results ----------------------------------------------------------------
     async def _save(self, run: RunState, status: RunStatus) -> None:
-        await self.gate.store.save_run(
+        await (await self.gate.runs()).save_run(
             RunRecord(
                 id=run.id,
                 user=self.principal.user,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from callgate.agent.messages import ToolCall, ToolDef, ToolResult
@@ -100,25 +100,12 @@ def estimate_tokens(value: Any) -> int:
     return math.ceil(len(text) / 4)
 
 
-def _payload_text(payload: Any) -> str:
-    if isinstance(payload, str):
-        return payload
-    return json.dumps(payload, ensure_ascii=False, default=str)
-
-
 def result_for(call: ToolCall, envelope: Envelope) -> ToolResult:
-    """What the model reads for ``call``: the payload, or the Envelope's message
-    and next step (an error result), paired with the call's id."""
-    if envelope.status is Status.OK:
-        text = _payload_text(envelope.payload)
-        if envelope.truncated is not None:
-            text = f"{text}\n{envelope.truncated.notice}"
-        return ToolResult(call_id=call.id, name=call.name, content=text)
-    lines: Sequence[str]
-    if envelope.error is not None:
-        lines = [envelope.error.message_for_model]
-        if envelope.error.next_step:
-            lines = [*lines, f"Next step: {envelope.error.next_step}"]
-    else:
-        lines = [f"The call ended with status {envelope.status.value}."]
-    return ToolResult(call_id=call.id, name=call.name, content="\n".join(lines), is_error=True)
+    """What the model reads for ``call`` (:meth:`Envelope.for_model`, the same text an
+    MCP client gets), paired with the call's id: an error result unless ``ok``."""
+    return ToolResult(
+        call_id=call.id,
+        name=call.name,
+        content=envelope.for_model(),
+        is_error=envelope.status is not Status.OK,
+    )

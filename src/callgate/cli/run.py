@@ -70,6 +70,18 @@ def _short(value: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _readable(text: str) -> str:
+    """A result as the terminal shows it: JSON spaced out so that it wraps at words
+    (the model reads it compact), anything else as it is."""
+    first, _, rest = text.partition("\n")
+    try:
+        value = json.loads(first)
+    except ValueError:
+        return text
+    spaced = json.dumps(value, ensure_ascii=False)
+    return f"{spaced}\n{rest}" if rest else spaced
+
+
 def _line(label: str, style: str, text: str, *, width: int = 7) -> Table:
     """``label`` (in a column at least ``width`` wide) and ``text`` beside it: every
     line of ``text`` after the first, wrapped or not, stays under the first."""
@@ -113,7 +125,8 @@ class _Printer:
             # Labelled with its call: concurrent reads end in any order.
             status = str(event.data.get("status", ""))
             style = "green" if status == "ok" else "yellow" if "pending" in status else "red"
-            text = f"{self._number(event)} {event.data.get('name', '')}: {_short(event.text)}"
+            shown = _short(_readable(event.text))
+            text = f"{self._number(event)} {event.data.get('name', '')}: {shown}"
             out.print(_line(f"  {status}", style, text, width=10))
         elif event.kind == "waiting":
             out.print(_line("waiting", "bold yellow", event.text))

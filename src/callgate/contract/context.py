@@ -193,11 +193,15 @@ class InputRequired(ToolError):
 
     kind = ErrorKind.BUSINESS_STATE
 
-    def __init__(self) -> None:
+    def __init__(self, requests: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         super().__init__(
             "The tool needs input from the client first; the client is asked and "
             "the call is made again with the answer."
         )
+        self.requests: Mapping[str, Mapping[str, Any]] = requests if requests is not None else {}
+        """The questions waiting for the client, by key (each the JSON of the
+        client's request). The sink may keep adding to it until the call ends: a
+        tool that asks several questions at once raises for the first."""
 
 
 @runtime_checkable
@@ -414,20 +418,22 @@ class ToolContext:
             ClientCannot: the client cannot answer one of them.
         """
         answers: list[Any] = []
-        waiting = False
+        waiting: InputRequired | None = None
         for index, question in enumerate(questions):
             try:
                 answers.append(await question)
-            except InputRequired:
-                waiting = True
+            except InputRequired as exc:
+                # The sink collects every question of the round in one place:
+                # the first exception carries them all once the loop is done.
+                waiting = waiting or exc
                 answers.append(None)
             except BaseException:
                 for unasked in questions[index + 1 :]:
                     if isinstance(unasked, Coroutine):
                         unasked.close()  # never awaited: no warning
                 raise
-        if waiting:
-            raise InputRequired()
+        if waiting is not None:
+            raise waiting
         return answers
 
     async def list_roots(self, *, key: str | None = None) -> list[Root]:

@@ -35,6 +35,7 @@ from pydantic import ValidationError
 
 from callgate import access
 from callgate.contract import Principal
+from callgate.mcp import _wire
 from callgate.mcp._input import ClientInputSink
 from callgate.runtime.approvals import ApprovalError, effective_state
 from callgate.runtime.envelope import Envelope, Status
@@ -113,12 +114,9 @@ class Confirmation:
 
     async def confirmable(self, envelope: Envelope, tool: str) -> ApprovalRecord | None:
         """The pending approval of ``envelope`` if this client's user may decide it."""
-        if envelope.status is not Status.PENDING_APPROVAL or not isinstance(envelope.payload, dict):
+        if envelope.status is not Status.PENDING_APPROVAL or envelope.approval is None:
             return None
-        approval_id = envelope.payload.get("approval_id")
-        if not isinstance(approval_id, str):
-            return None
-        record = await (await self.gate.approvals()).get(approval_id)
+        record = await (await self.gate.approvals()).get(envelope.approval.approval_id)
         if record is None or not self._ours(record, tool):
             return None
         if record.approved_by != "requester" or effective_state(record) != "pending":
@@ -148,14 +146,17 @@ class Confirmation:
         try:
             return approval_id, types.ElicitResult.model_validate(wire)
         except ValidationError as exc:
-            raise MCPError(
-                types.INVALID_PARAMS, f"inputResponses.{APPROVAL_KEY} is not an elicitation result"
+            raise _wire.invalid_params(
+                f"inputResponses.{APPROVAL_KEY} is not an elicitation result"
             ) from exc
+
+    def _question(self, record: ApprovalRecord) -> types.ElicitRequest:
+        spec = self.gate.tool(record.tool)
+        return approval_request(record, title=spec.title if spec else None)
 
     async def ask_now(self, record: ApprovalRecord) -> types.ElicitResult | None:
         """At 2025-11-25: ask on the call's stream; None if no answer came."""
-        spec = self.gate.registry.get(record.tool)
-        request = approval_request(record, title=spec.title if spec else None)
+        request = self._question(record)
         left = (record.expires_at - datetime.now(UTC)).total_seconds()
         try:
             return await self.sink.ask_now(request, timeout=max(1.0, min(MAX_WAIT, left)))
@@ -163,14 +164,12 @@ class Confirmation:
             logger.info("approval %s not answered in the client: %s", record.id, exc)
             return None
 
-    def input_required(self, record: ApprovalRecord) -> types.InputRequiredResult:
-        """At 2026-07-28: the ``input_required`` result asking about ``record``."""
-        spec = self.gate.registry.get(record.tool)
-        request = approval_request(record, title=spec.title if spec else None)
-        return types.InputRequiredResult(
-            input_requests={APPROVAL_KEY: request},
-            request_state=self.sink.request_state(carry={APPROVAL_KEY: record.id}),
-        )
+    def ask(self, round_: _wire.Round, record: ApprovalRecord) -> _wire.Round:
+        """At 2026-07-28: ``round_`` asking the client about ``record`` first (its
+        state carries the approval id to the next round)."""
+        round_.asking = {APPROVAL_KEY: self._question(record)}
+        round_.request_state = lambda: self.sink.request_state(carry={APPROVAL_KEY: record.id})
+        return round_
 
     async def decide(self, approval_id: str, tool: str, answer: types.ElicitResult) -> Answer:
         """Record the human's answer as the approval's decision (audited)."""
@@ -178,7 +177,7 @@ class Confirmation:
         record = await approvals.get(approval_id)
         if not self._ours(record, tool):
             # The state is sealed to this call, so this is a bug or a forgery: refuse.
-            raise MCPError(types.INVALID_PARAMS, "Invalid or expired requestState")
+            raise _wire.invalid_state()
         content = answer.content or {}
         note = content.get("note")
         note_text = note.strip() if isinstance(note, str) and note.strip() else None

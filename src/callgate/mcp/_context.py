@@ -5,9 +5,10 @@ governed tool chain; visibility is still checked on every request (scopes and
 tenants), and anything the principal may not see answers exactly like something
 that does not exist.
 
-Every ``resources/read`` and ``prompts/get`` is audited (:meth:`Gate.record_read`),
-found or not, before its answer leaves: who, what, the outcome (``permission``
-for a hidden one, though the client is told "not found") and how long it took.
+Every ``resources/read`` and ``prompts/get`` is audited (:meth:`Gate.reads`, see
+:mod:`callgate.runtime.reads`), found or not, before its answer leaves: who,
+what, the outcome (``permission`` for a hidden one, though the client is told
+"not found") and how long it took.
 
 A function with a ``ToolContext`` parameter may ask the client, as tools do
 (see :mod:`callgate.mcp._input`): with server-to-client requests at 2025-11-25,
@@ -17,13 +18,9 @@ with an ``input_required`` result and a sealed ``requestState`` at 2026-07-28.
 from __future__ import annotations
 
 import base64
-import functools
-import inspect
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -41,12 +38,13 @@ from callgate.contract.resources import (
     ResourceSpec,
 )
 from callgate.errors import ErrorKind
+from callgate.mcp import _wire
 from callgate.mcp._input import ClientInputSink, ReplayGuard
-from callgate.runtime.call import new_id
 from callgate.runtime.deadline import Deadline
 from callgate.runtime.envelope import Status
 from callgate.runtime.gate import Gate
-from callgate.runtime.runner import LateEnd, Unresponsive
+from callgate.runtime.reads import Read, ReadKind
+from callgate.runtime.runner import Unresponsive
 from callgate.store.failures import StoreUnavailable
 
 __all__ = ["MAX_COMPLETIONS", "ContextHandlers"]
@@ -58,12 +56,6 @@ Ctx = ServerRequestContext[Any, Any]
 R = TypeVar("R")
 
 _HIDDEN = "not visible to this principal (scopes or tenant)"
-
-
-def _not_found(what: str, key: str, data: dict[str, Any]) -> MCPError:
-    # -32602 is what SEP-2164 standardizes for an unknown resource; ``data``
-    # names what was asked for, never why it is hidden.
-    return MCPError(types.INVALID_PARAMS, f"{what} not found: {key}", data)
 
 
 def _contents(
@@ -80,28 +72,9 @@ def _contents(
     )
 
 
-@dataclass
-class _Read:
-    """One audited read or get, filled in as it goes."""
-
-    kind: Literal["resource", "prompt"]
-    name: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
-    call_id: str = field(default_factory=lambda: new_id("read"))
-    outcome: Status | ErrorKind | None = None
-    decision: Literal["allow", "deny"] | None = None
-    reason: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        # The audit record's id, as tools/call results carry it.
-        return {"callgate/callId": self.call_id}
-
-    def refused(self, error: ErrorKind, reason: str) -> None:
-        self.outcome, self.reason = error, reason
-        if error is ErrorKind.PERMISSION:
-            self.decision = "deny"
+def _meta(read: Read) -> dict[str, Any]:
+    # The audit record's id, as tools/call results carry it.
+    return {"callgate/callId": read.call_id}
 
 
 def _message(message: Message) -> types.PromptMessage:
@@ -177,7 +150,6 @@ class ContextHandlers:
         session_of: Callable[[Ctx], str | None] = lambda _ctx: None,
     ) -> None:
         self._gate = gate
-        self._registry = gate.registry
         self._principal = principal
         self._replay = replay
         self._session_of = session_of
@@ -195,10 +167,10 @@ class ContextHandlers:
                 raise ValueError(f"more than one toolbox declares the {kind}(s) {duplicates}")
 
     def _all_resources(self) -> list[ResourceSpec]:
-        return [spec for box in self._registry.toolboxes for spec in box.resources]
+        return [spec for box in self._gate.toolboxes for spec in box.resources]
 
     def _all_prompts(self) -> list[PromptSpec]:
-        return [spec for box in self._registry.toolboxes for spec in box.prompts]
+        return [spec for box in self._gate.toolboxes for spec in box.prompts]
 
     @property
     def has_resources(self) -> bool:
@@ -229,7 +201,7 @@ class ContextHandlers:
                 return spec, bound
         return None
 
-    def _find_prompt(self, name: str, read: _Read | None = None) -> PromptSpec:
+    def _find_prompt(self, name: str, read: Read | None = None) -> PromptSpec:
         for spec in self.prompts():
             if spec.name == name:
                 return spec
@@ -239,16 +211,27 @@ class ContextHandlers:
                 read.refused(ErrorKind.PERMISSION, _HIDDEN)
             else:
                 read.refused(ErrorKind.CONSTRUCTION, "no such prompt")
-        raise _not_found("Prompt", name, {"name": name})
+        raise _wire.not_found("Prompt", name, {"name": name})
 
-    async def _audited(self, ctx: Ctx, read: _Read, body: Callable[[], Awaitable[R]]) -> R:
+    async def _start(
+        self, ctx: Ctx, kind: ReadKind, name: str, arguments: Mapping[str, Any] | None = None
+    ) -> Read:
+        reads = await self._gate.reads()
+        return reads.start(
+            kind,
+            name,
+            principal=self._principal,
+            session_id=self._session_of(ctx),
+            arguments=arguments,
+        )
+
+    async def _audited(self, read: Read, body: Callable[[], Awaitable[R]]) -> R:
         """Run ``body`` and audit it: its answer (or error) leaves only once recorded.
 
         Raises:
             MCPError: what ``body`` raised, or ``-32603`` naming the record for a
                 failure of the function itself (no internals reach the client).
         """
-        started = time.perf_counter()
         try:
             result = await body()
         except anyio.get_cancelled_exc_class():
@@ -256,25 +239,24 @@ class ContextHandlers:
             read.detail["cancelled"] = True
             # Shielded: the record is written before the cancellation goes on.
             with anyio.CancelScope(shield=True):
-                await self._record(ctx, read, started)
+                await self._record(read)
             raise
         except MCPError:
             read.outcome = read.outcome or ErrorKind.CONSTRUCTION
-            await self._record(ctx, read, started)
+            await self._record(read)
             raise
         except Exception as exc:
             read.outcome = ErrorKind.UNRECOVERABLE
             read.detail["internal_error"] = f"{type(exc).__name__}: {exc}"[:2000]
-            await self._record(ctx, read, started)
-            raise MCPError(
-                types.INTERNAL_ERROR,
-                f"The server failed to read this {read.kind} (reference {read.call_id}).",
+            await self._record(read)
+            raise _wire.internal(
+                f"The server failed to read this {read.kind} (reference {read.call_id})."
             ) from exc
         read.outcome = read.outcome or Status.OK
-        await self._record(ctx, read, started)
+        await self._record(read)
         return result
 
-    async def _record(self, ctx: Ctx, read: _Read, started: float) -> None:
+    async def _record(self, read: Read) -> None:
         """Audit the read; no read is served unaudited.
 
         Raises:
@@ -282,31 +264,18 @@ class ContextHandlers:
                 answer (the record is kept and written once it does).
         """
         try:
-            await self._gate.record_read(
-                read.kind,
-                read.name,
-                principal=self._principal,
-                outcome=read.outcome or ErrorKind.UNRECOVERABLE,
-                duration_ms=(time.perf_counter() - started) * 1000,
-                session_id=self._session_of(ctx),
-                arguments=read.arguments,
-                decision=read.decision,
-                reason=read.reason,
-                call_id=read.call_id,
-                detail=read.detail,
-            )
+            await (await self._gate.reads()).record(read)
         except StoreUnavailable:
-            raise MCPError(
-                types.INTERNAL_ERROR,
+            raise _wire.internal(
                 f"The server could not record this {read.kind} read just now; nothing was "
-                f"changed. Try again in a moment (reference {read.call_id}).",
+                f"changed. Try again in a moment (reference {read.call_id})."
             ) from None
 
     async def _run(
         self,
         ctx: Ctx,
         params: types.InputResponseRequestParams,
-        read: _Read,
+        read: Read,
         key: str,
         wants_context: bool,
         run: Callable[[ToolContext | None, FunctionRunner], Awaitable[R]],
@@ -323,35 +292,9 @@ class ContextHandlers:
                 the client lacks a capability the function needed, ``-32603`` when
                 the function timed out or earlier reads of it are still running.
         """
-        limits = self._gate.limits
-        timeout = min(limits.default_timeout, limits.max_timeout)
-        started = time.perf_counter()
-        deadline = Deadline(timeout)
-
-        async def on_late(late: LateEnd) -> None:
-            await self._gate.record_read(
-                read.kind,
-                read.name,
-                principal=self._principal,
-                outcome=Status.OK if late.ended == "returned" else late.kind or ErrorKind.TRANSIENT,
-                duration_ms=(time.perf_counter() - started) * 1000,
-                session_id=self._session_of(ctx),
-                arguments=read.arguments,
-                call_id=read.call_id,
-                detail={"late": late.facts()},
-                phase="late",
-            )
-
-        async def on_runner(fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
-            return await self._gate.runner.run(
-                key,
-                functools.partial(fn, **kwargs),
-                is_async=inspect.iscoroutinefunction(fn),
-                deadline=deadline,
-                detail=read.detail,
-                on_late=on_late,
-            )
-
+        reads = await self._gate.reads()
+        timeout = reads.timeout
+        on_runner = reads.runner(read, key, Deadline(timeout))
         context: ToolContext | None = None
         sink: ClientInputSink | None = None
         if wants_context:
@@ -381,32 +324,31 @@ class ContextHandlers:
             return await run(context, on_runner)
         except TimeoutError as exc:
             read.refused(ErrorKind.TRANSIENT, f"timed out after {timeout:g} s")
-            raise MCPError(
-                types.INTERNAL_ERROR, f"Reading this {read.kind} took too long; try again later."
+            raise _wire.internal(
+                f"Reading this {read.kind} took too long; try again later."
             ) from exc
         except Unresponsive as exc:
             read.refused(ErrorKind.TRANSIENT, f"not responding: {exc.stuck} earlier reads run")
-            raise MCPError(
-                types.INTERNAL_ERROR,
+            raise _wire.internal(
                 f"This {read.kind} is not responding ({exc.stuck} earlier reads are still "
-                "running); try again later.",
+                "running); try again later."
             ) from exc
-        except InputRequired:
-            if sink is None or not sink.pending:
+        except InputRequired as exc:
+            if sink is None or not exc.requests:
                 raise
             read.outcome = Status.PENDING_INPUT
-            read.detail["asked"] = sorted(sink.pending)
-            return types.InputRequiredResult(
-                input_requests=sink.pending, request_state=sink.request_state(), _meta=read.meta
+            read.detail["asked"] = sorted(exc.requests)
+            return types.InputRequiredResult.model_validate(
+                {
+                    "resultType": "input_required",
+                    "inputRequests": dict(exc.requests),
+                    "requestState": sink.request_state(),
+                    "_meta": _meta(read),
+                }
             )
         except ClientCannot as exc:
             read.refused(ErrorKind.CONSTRUCTION, f"client lacks {exc.capability}")
-            missing = sink.missing if sink is not None and sink.missing else {exc.capability: {}}
-            raise MCPError(
-                types.MISSING_REQUIRED_CLIENT_CAPABILITY,
-                f"{read.name} needs the client capabilities {sorted(missing)}",
-                {"requiredCapabilities": missing},
-            ) from exc
+            raise _wire.needs_capabilities(read.name, {exc.capability: {}}) from exc
 
     async def list_resources(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
@@ -433,7 +375,7 @@ class ContextHandlers:
                 a template variable naming nothing); see also :meth:`_run`.
         """
         uri = params.uri
-        read = _Read(kind="resource", name=uri)
+        read = await self._start(ctx, "resource", uri)
 
         async def body() -> types.ReadResourceResult | types.InputRequiredResult:
             found = self._find_resource(uri)
@@ -442,9 +384,10 @@ class ContextHandlers:
                     read.refused(ErrorKind.PERMISSION, _HIDDEN)
                 else:
                     read.refused(ErrorKind.CONSTRUCTION, "no such resource")
-                raise _not_found("Resource", uri, {"uri": uri})
+                raise _wire.not_found("Resource", uri, {"uri": uri})
             spec, bound = found
-            read.arguments, read.decision = bound, "allow"
+            read.arguments = bound
+            read.allow()
             read.detail.update(toolbox=spec.toolbox, resource=spec.uri)
             try:
                 contents = await self._run(
@@ -457,12 +400,12 @@ class ContextHandlers:
                 )
             except LookupError as exc:
                 read.refused(ErrorKind.CONSTRUCTION, f"the function found nothing: {exc}"[:200])
-                raise _not_found("Resource", uri, {"uri": uri}) from exc
+                raise _wire.not_found("Resource", uri, {"uri": uri}) from exc
             if isinstance(contents, types.InputRequiredResult):
                 return contents
-            return types.ReadResourceResult(contents=[_contents(contents)], _meta=read.meta)
+            return types.ReadResourceResult(contents=[_contents(contents)], _meta=_meta(read))
 
-        return await self._audited(ctx, read, body)
+        return await self._audited(read, body)
 
     async def subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         # Resources here are computed on read; there are no update events to send yet.
@@ -488,11 +431,11 @@ class ContextHandlers:
                 required argument; see also :meth:`_run`.
         """
         arguments = params.arguments or {}
-        read = _Read(kind="prompt", name=params.name, arguments=arguments)
+        read = await self._start(ctx, "prompt", params.name, arguments=arguments)
 
         async def body() -> types.GetPromptResult | types.InputRequiredResult:
             spec = self._find_prompt(params.name, read)
-            read.decision = "allow"
+            read.allow()
             read.detail["toolbox"] = spec.toolbox
             try:
                 messages = await self._run(
@@ -505,20 +448,18 @@ class ContextHandlers:
                 )
             except MissingPromptArgument as exc:
                 read.refused(ErrorKind.CONSTRUCTION, str(exc))
-                raise MCPError(
-                    types.INVALID_PARAMS,
-                    str(exc),
-                    {"name": spec.name, "missing": list(exc.missing)},
+                raise _wire.invalid_params(
+                    str(exc), {"name": spec.name, "missing": list(exc.missing)}
                 ) from exc
             if isinstance(messages, types.InputRequiredResult):
                 return messages
             return types.GetPromptResult(
                 description=spec.description or None,
                 messages=[_message(m) for m in messages],
-                _meta=read.meta,
+                _meta=_meta(read),
             )
 
-        return await self._audited(ctx, read, body)
+        return await self._audited(read, body)
 
     async def complete(self, ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
         """Values starting with what the user typed, from the argument's known values.
@@ -537,7 +478,7 @@ class ContextHandlers:
             None,
         )
         if template is None:
-            raise _not_found("Resource template", ref.uri, {"uri": ref.uri})
+            raise _wire.not_found("Resource template", ref.uri, {"uri": ref.uri})
         return _completion(template.completions.get(name, ()), prefix)
 
     async def set_logging_level(

@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import mcp_types as types
 from mcp import MCPError
 from mcp.server import ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from pydantic import ValidationError
 
+from callgate.mcp import _wire
 from callgate.runtime.call import new_id
 
 __all__ = ["internal_errors"]
@@ -37,8 +37,7 @@ async def internal_errors(
     except Exception:
         reference = new_id("err")
         logger.exception("MCP %s failed (reference %s)", ctx.method, reference)
-        raise MCPError(
-            types.INTERNAL_ERROR,
+        raise _wire.internal(
             f"The server could not handle this request (reference {reference}). Try again "
-            "later; if it keeps failing, give an operator the reference.",
+            "later; if it keeps failing, give an operator the reference."
         ) from None

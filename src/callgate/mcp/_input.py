@@ -32,16 +32,22 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp import MCPError
 from mcp.server import ServerRequestContext
+from mcp.server.connection import allowed_log_levels
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import is_version_at_least
 from pydantic import ValidationError
 
+from callgate.contract import LOG_LEVELS, LogLevel
 from callgate.contract.context import ClientCannot, Elicitation, InputRequired, Root
-from callgate.mcp._wire import RequestSink
+from callgate.mcp import _wire
 
-__all__ = ["INPUT_REQUIRED_VERSION", "ClientInputSink", "ReplayGuard", "invalid_state"]
+__all__ = [
+    "INPUT_REQUIRED_VERSION",
+    "ClientInputSink",
+    "ReplayGuard",
+    "RequestSink",
+]
 
 INPUT_REQUIRED_VERSION = "2026-07-28"
 """The first protocol version whose calls ask the client through ``input_required``."""
@@ -53,15 +59,6 @@ _CAPABILITIES: dict[str, types.ClientCapabilities] = {
     "sampling": types.ClientCapabilities(sampling=types.SamplingCapability()),
     "roots": types.ClientCapabilities(roots=types.RootsCapability()),
 }
-
-
-def invalid_state() -> MCPError:
-    """The error for a request state that fails our checks (the SDK's wording)."""
-    return MCPError(
-        types.INVALID_PARAMS,
-        "Invalid or expired requestState",
-        {"reason": "invalid_request_state"},
-    )
 
 
 class ReplayGuard:
@@ -84,6 +81,54 @@ class ReplayGuard:
             return False
         self._used[nonce] = now + self._ttl
         return True
+
+
+class RequestSink:
+    """A running tool's progress and log messages, as notifications for one request.
+
+    Progress goes out as ``notifications/progress`` only if the request carried a
+    progress token (the SDK checks), and only while it increases, as the spec
+    requires. Log messages go out as ``notifications/message`` on the request's
+    own stream: at 2026-07-28 only if the request opted in with a log level in
+    ``_meta`` (the SDK's rule), at 2025-11-25 from ``min_level`` up (the level
+    the client set with ``logging/setLevel``; every level when it set none).
+    """
+
+    def __init__(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        *,
+        logger: str,
+        min_level: LogLevel | None = None,
+    ) -> None:
+        self._ctx = ctx
+        self._logger = logger
+        allowed = allowed_log_levels(ctx.protocol_version, ctx.meta)
+        if min_level is not None:
+            allowed = allowed & frozenset(LOG_LEVELS[LOG_LEVELS.index(min_level) :])
+        self._levels = allowed
+        self._last_progress: float | None = None
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        if self._last_progress is not None and progress <= self._last_progress:
+            return
+        self._last_progress = progress
+        await self._ctx.session.report_progress(progress, total, message)
+
+    async def log(self, level: LogLevel, message: str, data: Any) -> None:
+        if level not in self._levels:
+            return
+        params = types.LoggingMessageNotificationParams(
+            level=level,
+            logger=self._logger,
+            data=message if data is None else {"message": message, "data": data},
+        )
+        # Request-scoped: the spec allows log messages only on the stream of the
+        # request they belong to (2026-07-28), and it is right at 2025-11-25 too.
+        await self._ctx.session.send_notification(
+            types.LoggingMessageNotification(params=params),
+            related_request_id=self._ctx.request_id,
+        )
 
 
 def _digest(request: types.InputRequest) -> str:
@@ -128,13 +173,9 @@ class ClientInputSink(RequestSink):
         self._request_id = ctx.request_id
         self.input_required = is_version_at_least(ctx.protocol_version, INPUT_REQUIRED_VERSION)
         """Whether questions go out as ``input_required`` (2026-07-28) rather than requests."""
-        self.pending: dict[str, types.InputRequest] = {}
-        """The questions to send in this round's ``input_required`` result."""
-        self.missing: dict[str, Any] = {}
-        """The capability the tool last needed and the client did not declare (-32021)."""
-        self.stopped_for: str | None = None
-        """Why the tool last stopped: ``"input"`` (a question is pending) or
-        ``"capability"`` (the client lacks one); a tool may catch the latter."""
+        # This round's unanswered questions as JSON, by key: the InputRequired a
+        # tool raises holds this very dict, so questions asked at once all count.
+        self._pending: dict[str, dict[str, Any]] = {}
         self._asked = 0
         # key -> (question digest, answer as JSON): answers of earlier rounds.
         self._recorded: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -166,9 +207,9 @@ class ClientInputSink(RequestSink):
             }
             carried = dict(data.get("c") or {})
         except (ValueError, KeyError, TypeError) as exc:
-            raise invalid_state() from exc
+            raise _wire.invalid_state() from exc
         if not replay.use(data["n"]):
-            raise invalid_state()
+            raise _wire.invalid_state()
         return recorded, carried
 
     def request_state(self, carry: Mapping[str, Any] | None = None) -> str:
@@ -210,8 +251,6 @@ class ClientInputSink(RequestSink):
         # At 2025-11-25 the question is a request on the call's stream, which some
         # transports cannot carry (e.g. a JSON-only response): then it cannot ask either.
         if not self.can_ask(capability):
-            self.missing = {capability: {}}  # the one that stopped the tool
-            self.stopped_for = "capability"
             raise ClientCannot(capability, what)
 
     async def _ask(self, key: str | None, request: types.InputRequest) -> Any:
@@ -243,9 +282,8 @@ class ClientInputSink(RequestSink):
         recorded = self._recorded.get(name)
         if recorded is not None and recorded[0] == digest:
             return recorded[1]
-        self.pending[name] = request
-        self.stopped_for = "input"
-        raise InputRequired()
+        self._pending[name] = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+        raise InputRequired(self._pending)
 
     async def elicit(self, message: str, schema: Mapping[str, Any], key: str | None) -> Elicitation:
         self._require("elicitation", "ask the user questions (elicitation)")

@@ -74,7 +74,7 @@ class WireNames:
         self._gate = gate
         self.separator = separator
         self._unprefixed = frozenset(unprefixed)
-        unknown = self._unprefixed - {box.name for box in gate.registry.toolboxes}
+        unknown = self._unprefixed - {box.name for box in gate.toolboxes}
         if unknown:
             raise ValueError(f"no toolbox named {sorted(unknown)} to serve unprefixed")
         self._wire: dict[str, str] = {}
@@ -82,7 +82,7 @@ class WireNames:
         self._boxes: dict[str, dict[str, str]] = {}
         """Per toolbox: its tools' full names and wire names."""
         self._refresh()
-        for box in gate.registry.toolboxes:
+        for box in gate.toolboxes:
             box.on_change(self._box_changed)
 
     def _name(self, spec: ToolSpec) -> str:

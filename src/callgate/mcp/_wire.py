@@ -1,16 +1,24 @@
-"""The one place where callgate's tool contract and Envelopes become MCP wire types."""
+"""The one place where callgate's tool contract and Envelopes become MCP wire types.
+
+Every outcome leaves the MCP server through here: a tool's listing
+(:func:`tool`), an Envelope as a ``tools/call`` result, an ``input_required``
+round or a protocol error (:func:`call_result`), a task's outcome
+(:func:`task_outcome`), and every JSON-RPC error the server answers with (the
+constructors at the end: nothing else in callgate builds an ``MCPError``).
+"""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import mcp_types as types
-from mcp.server import ServerRequestContext
-from mcp.server.connection import allowed_log_levels
+from mcp import MCPError
 
-from callgate.contract import LOG_LEVELS, Audio, Block, Content, Image, LogLevel, Text, ToolSpec
+from callgate.contract import Audio, Block, Content, Image, Text, ToolSpec
+from callgate.errors import ErrorKind
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.shaping import dumps
 
@@ -100,94 +108,193 @@ def _as_content(envelope: Envelope, spec: ToolSpec | None) -> Content | None:
     return Content.from_payload(envelope.payload)
 
 
-def call_result(envelope: Envelope, spec: ToolSpec | None) -> types.CallToolResult:
-    """The ``tools/call`` result for an Envelope.
-
-    ``ok`` becomes the JSON payload as text plus ``structuredContent`` (wrapped
-    under ``result`` when the tool's output schema is not an object), or, for a
-    :class:`Content` payload of a tool without an output schema, its blocks as
-    MCP content blocks (image, audio, embedded resource, text); every other
-    status is a tool execution error (``isError``) carrying the model-facing
-    message and next step, so the model can correct itself. A truncated result
-    carries its notice as a last text block.
-    """
+def _meta(envelope: Envelope) -> dict[str, Any]:
     meta = {"callgate/callId": envelope.call_id, "callgate/status": envelope.status.value}
-    if envelope.status is Status.OK:
-        blocks = _as_content(envelope, spec)
-        if blocks is not None:
-            content_blocks = [content_block(block) for block in blocks]
-            if envelope.truncated is not None:
-                content_blocks.append(_text(envelope.truncated.notice))
-            return types.CallToolResult(content=content_blocks, _meta=meta)
-        payload = envelope.payload
-        text = payload if isinstance(payload, str) else envelope.payload_json()
-        content: list[types.ContentBlock] = [types.TextContent(text=text)]
-        structured: Any = None
-        if spec is not None and spec.output_schema is not None:
-            structured = payload if is_object_schema(spec.output_schema) else {RESULT_KEY: payload}
-        elif isinstance(payload, dict):
-            structured = payload
+    if envelope.approval is not None:
+        meta["callgate/approvalId"] = envelope.approval.approval_id
+    return meta
+
+
+def tool_result(envelope: Envelope, spec: ToolSpec | None) -> types.CallToolResult:
+    """The ``CallToolResult`` for an Envelope.
+
+    ``ok`` becomes the payload as text (:meth:`Envelope.payload_text`) plus
+    ``structuredContent`` (wrapped under ``result`` when the tool's output schema
+    is not an object), or, for a :class:`Content` payload of a tool without an
+    output schema, its blocks as MCP content blocks (image, audio, embedded
+    resource, text); every other status is a tool execution error (``isError``)
+    carrying :meth:`Envelope.explanation`, so the model can correct itself. A
+    truncated result carries its notice as a last text block.
+    """
+    meta = _meta(envelope)
+    if envelope.status is not Status.OK:
+        return types.CallToolResult(
+            content=[types.TextContent(text=envelope.explanation())], is_error=True, _meta=meta
+        )
+    blocks = _as_content(envelope, spec)
+    if blocks is not None:
+        content_blocks = [content_block(block) for block in blocks]
         if envelope.truncated is not None:
-            content.append(_text(envelope.truncated.notice))
-        return types.CallToolResult(content=content, structured_content=structured, _meta=meta)
-    lines: list[str] = []
-    if envelope.error is not None:
-        lines.append(envelope.error.message_for_model)
-        if envelope.error.next_step:
-            lines.append(f"Next step: {envelope.error.next_step}")
-    else:
-        lines.append(f"The call ended with status {envelope.status.value}.")
-    if envelope.status is Status.PENDING_APPROVAL and isinstance(envelope.payload, dict):
-        approval_id = envelope.payload.get("approval_id")
-        if approval_id:
-            meta["callgate/approvalId"] = approval_id
-            lines.append(f"approval_id: {approval_id}")
-    return types.CallToolResult(content=[_text("\n".join(lines))], is_error=True, _meta=meta)
+            content_blocks.append(_text(envelope.truncated.notice))
+        return types.CallToolResult(content=content_blocks, _meta=meta)
+    payload = envelope.payload
+    content: list[types.ContentBlock] = [types.TextContent(text=envelope.payload_text())]
+    structured: Any = None
+    if spec is not None and spec.output_schema is not None:
+        structured = payload if is_object_schema(spec.output_schema) else {RESULT_KEY: payload}
+    elif isinstance(payload, dict):
+        structured = payload
+    if envelope.truncated is not None:
+        content.append(_text(envelope.truncated.notice))
+    return types.CallToolResult(content=content, structured_content=structured, _meta=meta)
 
 
-class RequestSink:
-    """A running tool's progress and log messages, as notifications for one request.
+@dataclass(kw_only=True)
+class Round:
+    """One ``tools/call`` round as the server answers it: the chain's Envelope, and
+    what the wire needs around it.
 
-    Progress goes out as ``notifications/progress`` only if the request carried a
-    progress token (the SDK checks), and only while it increases, as the spec
-    requires. Log messages go out as ``notifications/message`` on the request's
-    own stream: at 2026-07-28 only if the request opted in with a log level in
-    ``_meta`` (the SDK's rule), at 2025-11-25 from ``min_level`` up (the level
-    the client set with ``logging/setLevel``; every level when it set none).
+    Args:
+        envelope: the call's outcome.
+        spec: the tool (its output schema shapes the result).
+        input_required: whether this client is asked through ``input_required``
+            results (2026-07-28) rather than requests on the call's stream.
+        request_state: makes the state the next round continues from (the
+            answers so far), for an ``input_required`` result.
+        asking: questions the server itself asks first (the requester's
+            approval), by key; they come before the Envelope.
     """
 
-    def __init__(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        *,
-        logger: str,
-        min_level: LogLevel | None = None,
-    ) -> None:
-        self._ctx = ctx
-        self._logger = logger
-        allowed = allowed_log_levels(ctx.protocol_version, ctx.meta)
-        if min_level is not None:
-            allowed = allowed & frozenset(LOG_LEVELS[LOG_LEVELS.index(min_level) :])
-        self._levels = allowed
-        self._last_progress: float | None = None
+    envelope: Envelope
+    spec: ToolSpec | None
+    input_required: bool = False
+    request_state: Callable[[], str] | None = None
+    asking: dict[str, types.InputRequest] = field(default_factory=dict)
 
-    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        if self._last_progress is not None and progress <= self._last_progress:
-            return
-        self._last_progress = progress
-        await self._ctx.session.report_progress(progress, total, message)
+    @property
+    def questions(self) -> dict[str, Any] | None:
+        """What the client is asked before the call can go on (wire JSON), if anything."""
+        if self.asking:
+            return {
+                key: request.model_dump(by_alias=True, mode="json", exclude_none=True)
+                for key, request in self.asking.items()
+            }
+        envelope = self.envelope
+        if self.input_required and envelope.input is not None:
+            return dict(envelope.input.requests)
+        return None
 
-    async def log(self, level: LogLevel, message: str, data: Any) -> None:
-        if level not in self._levels:
-            return
-        params = types.LoggingMessageNotificationParams(
-            level=level,
-            logger=self._logger,
-            data=message if data is None else {"message": message, "data": data},
+
+def call_result(round_: Round) -> types.CallToolResult | types.InputRequiredResult:
+    """The answer to a ``tools/call``: the Envelope as a result, or the questions
+    the client must answer first (``input_required``).
+
+    Raises:
+        MCPError: ``-32021`` at 2026-07-28 when the tool needed a client
+            capability this client did not declare (at 2025-11-25 that is a tool
+            execution error, as the tool's other errors).
+    """
+    questions = round_.questions
+    if questions is not None:
+        state = round_.request_state() if round_.request_state is not None else None
+        return types.InputRequiredResult.model_validate(
+            {"resultType": "input_required", "inputRequests": questions, "requestState": state}
         )
-        # Request-scoped: the spec allows log messages only on the stream of the
-        # request they belong to (2026-07-28), and it is right at 2025-11-25 too.
-        await self._ctx.session.send_notification(
-            types.LoggingMessageNotification(params=params),
-            related_request_id=self._ctx.request_id,
-        )
+    error = round_.envelope.error
+    if round_.input_required and error is not None and error.missing_capability is not None:
+        raise needs_capabilities(round_.envelope.tool, {error.missing_capability: {}})
+    return tool_result(round_.envelope, round_.spec)
+
+
+TaskEnd = Literal["completed", "failed"]
+
+
+def task_outcome(
+    envelope: Envelope, spec: ToolSpec | None, *, input_required: bool = True
+) -> tuple[TaskEnd, dict[str, Any]]:
+    """How a task whose call ended with ``envelope`` ends: ``completed`` with the
+    call's result (a tool execution error included), or ``failed`` with the
+    JSON-RPC error (the tool crashed: ``unrecoverable``; or the protocol refused
+    the call, e.g. a missing client capability)."""
+    error = envelope.error
+    if envelope.status is Status.ERROR and error is not None:
+        if error.kind is ErrorKind.UNRECOVERABLE:
+            return "failed", {"code": types.INTERNAL_ERROR, "message": envelope.explanation()}
+        if input_required and error.missing_capability is not None:
+            failure = needs_capabilities(envelope.tool, {error.missing_capability: {}})
+            return "failed", error_json(failure)
+    result = tool_result(envelope, spec)
+    return "completed", result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def error_json(error: MCPError) -> dict[str, Any]:
+    """A protocol error as the ``error`` of a failed task (``{code, message[, data]}``)."""
+    out: dict[str, Any] = {"code": error.error.code, "message": error.error.message}
+    if error.error.data is not None:
+        out["data"] = error.error.data
+    return out
+
+
+# Protocol errors: the only place callgate makes them ----------------------------
+
+
+def invalid_params(message: str, data: Any = None) -> MCPError:
+    """``-32602``: the request's params cannot be served (an unknown name, a
+    malformed answer)."""
+    return MCPError(types.INVALID_PARAMS, message, data)
+
+
+def not_found(what: str, key: str, data: dict[str, Any]) -> MCPError:
+    """``-32602`` for something that does not exist, or is not this caller's to see:
+    both answer alike. ``data`` names what was asked for, never why it is hidden
+    (SEP-2164 standardizes -32602 for an unknown resource)."""
+    return MCPError(types.INVALID_PARAMS, f"{what} not found: {key}", data)
+
+
+def unknown_tool(envelope: Envelope) -> MCPError:
+    """``-32602`` for a tool this server does not show, with the chain's message
+    (it names close matches), once the chain has audited the attempt."""
+    message = envelope.error.message_for_model if envelope.error else "Unknown tool"
+    # The name as the Envelope holds it: a huge one is cut (see Call.tool_name).
+    return MCPError(
+        types.INVALID_PARAMS, message, {"name": envelope.tool, "callgate/callId": envelope.call_id}
+    )
+
+
+def invalid_state() -> MCPError:
+    """``-32602`` for a request state that fails our checks (the SDK's wording)."""
+    return MCPError(
+        types.INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"}
+    )
+
+
+def needs_capabilities(name: str, capabilities: Mapping[str, Any]) -> MCPError:
+    """``-32021``: what ``name`` needs of the client, which it did not declare."""
+    return MCPError(
+        types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"{name} needs the client capabilities {sorted(capabilities)}",
+        {"requiredCapabilities": dict(capabilities)},
+    )
+
+
+def needs_extension(extension: str) -> MCPError:
+    """``-32021``: the request needs the client to declare ``extension``."""
+    return MCPError(
+        types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"this request needs the client to declare the {extension} extension",
+        {"requiredCapabilities": {"extensions": {extension: {}}}},
+    )
+
+
+def header_mismatch(header: str, field_name: str) -> MCPError:
+    """A routing header that names something other than the request's body (SEP-2243)."""
+    return MCPError(
+        types.HEADER_MISMATCH,
+        f"{header} header does not match the request body's {field_name!r}",
+    )
+
+
+def internal(message: str) -> MCPError:
+    """``-32603`` with a message written for the client: never internals, at most
+    a reference operators can look up."""
+    return MCPError(types.INTERNAL_ERROR, message)

@@ -51,7 +51,7 @@ from callgate.mcp._input import ClientInputSink, ReplayGuard
 from callgate.mcp._names import DEFAULT_SEPARATOR, WireNames
 from callgate.mcp._sessions import Sessions
 from callgate.mcp.tasks import TaskRunner
-from callgate.runtime.envelope import Envelope, Status
+from callgate.runtime.envelope import Envelope
 from callgate.runtime.gate import Gate
 
 __all__ = [
@@ -290,7 +290,7 @@ def build_server(
         generation[0] += 1
         listing.clear()
 
-    for box in gate.registry.toolboxes:
+    for box in gate.toolboxes:
         box.on_change(forget_listing)
 
     def current_listing() -> tuple[list[types.Tool], dict[str, Any]]:
@@ -321,9 +321,11 @@ def build_server(
         # is not shown has no schema here either (no probing for hidden tools).
         return current_listing()[1].get(name)
 
-    async def call_tool(
+    async def govern(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    ) -> _wire.Round:
+        """Run one ``tools/call`` round through the chain (the requester's approval
+        asked first where the policy lets them confirm it)."""
         full = names.full(params.name)
         session = sessions.of(ctx)
         if full is None:
@@ -349,38 +351,40 @@ def build_server(
             )
 
         envelope = await run()
+        round_ = _wire.Round(
+            envelope=envelope,
+            spec=gate.tool(full),
+            input_required=sink.input_required,
+            request_state=sink.request_state,
+        )
         pending = await confirmation.confirmable(envelope, full)
         if pending is not None and (answered is None or pending.id != answered[0]):
             if sink.input_required:
-                return confirmation.input_required(pending)
+                return confirmation.ask(round_, pending)
             answer = await confirmation.ask_now(pending)
             if answer is not None and await confirmation.decide(pending.id, full, answer) != (
                 "dismissed"
             ):
-                envelope = await run()
-        if sink.input_required and envelope.status is not Status.OK:
-            if sink.stopped_for == "capability":
-                raise MCPError(
-                    types.MISSING_REQUIRED_CLIENT_CAPABILITY,
-                    f"{params.name} needs the client capabilities {sorted(sink.missing)}",
-                    {"requiredCapabilities": sink.missing},
-                )
-            if sink.stopped_for == "input":
-                return types.InputRequiredResult(
-                    input_requests=sink.pending, request_state=sink.request_state()
-                )
-        return _wire.call_result(envelope, gate.registry.get(full))
+                round_.envelope = await run()
+        return round_
 
-    async def resume_task(
+    # Task-tagged tools run as durable tasks where the client declares the extension.
+    tasks = TaskRunner(
+        gate,
+        principal=principal,
+        wire_to_full=names.full,
+        full_to_wire=names.shown,
+        govern=govern,
+        lease=task_lease,
+    )
+
+    async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        # A task is resumed with the full tool name it was stored under.
-        if names.full(params.name) is None and gate.registry.get(params.name) is not None:
-            params = params.model_copy(update={"name": names.shown(params.name)})
-        return await call_tool(ctx, params)
+    ) -> Any:
+        return await tasks.answer(ctx, params)
 
     changes = ToolListChanges()
-    for box in gate.registry.toolboxes:
+    for box in gate.toolboxes:
         box.on_change(changes.changed)
 
     server = _Server(
@@ -411,15 +415,7 @@ def build_server(
     server.middleware.insert(1, internal_errors)
     # Seals outgoing requestState and verifies (and unseals) what clients echo.
     server.middleware.append(RequestStateBoundary(security, default_audience=name))
-    # Task-tagged tools run as durable tasks where the client declares the extension.
-    TaskRunner(
-        gate,
-        principal=principal,
-        # An unknown name is no task: "" names no tool.
-        wire_to_full=lambda wire: names.full(wire) or "",
-        call_tool=resume_task,
-        lease=task_lease,
-    ).install(server)
+    tasks.install(server)
     # Registered apart: the constructor's on_set_logging_level warns that logging
     # is deprecated at 2026-07-28, but 2025-11-25 clients still send it.
     server.add_request_handler(
@@ -447,13 +443,7 @@ async def _unknown_tool(
         session_id=session,
         names=names,
     )
-    message = envelope.error.message_for_model if envelope.error else "Unknown tool"
-    return MCPError(
-        # The name as the Envelope holds it: a huge one is cut (see Call.tool_name).
-        types.INVALID_PARAMS,
-        message,
-        {"name": envelope.tool, "callgate/callId": envelope.call_id},
-    )
+    return _wire.unknown_tool(envelope)
 
 
 def _security(host: str) -> TransportSecuritySettings:

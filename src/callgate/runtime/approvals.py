@@ -29,7 +29,7 @@ from callgate.contract import Principal
 from callgate.errors import ErrorKind
 from callgate.runtime import idempotency, redaction
 from callgate.runtime.call import Call
-from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status
+from callgate.runtime.envelope import ApprovalRequest, Decision, Envelope, ErrorInfo, Status
 from callgate.runtime.policy import Effect, Verdict, activation
 from callgate.store import ApprovalRecord, AuditRecord, Store
 
@@ -70,12 +70,9 @@ def pending_envelope(call: Call, record: ApprovalRecord) -> Envelope:
     assert call.spec is not None
     return call.envelope(
         Status.PENDING_APPROVAL,
-        payload={
-            "approval_id": record.id,
-            "state": "pending",
-            "reason": record.reason,
-            "expires_at": record.expires_at.isoformat(),
-        },
+        approval=ApprovalRequest(
+            approval_id=record.id, reason=record.reason, expires_at=record.expires_at
+        ),
         error=ErrorInfo(
             kind=ErrorKind.BUSINESS_STATE,
             message_for_model=(
@@ -260,7 +257,7 @@ async def consume(call: Call) -> Envelope | None:
 
 def had_no_effect(call: Call, envelope: Envelope) -> bool:
     """Whether the call ended without touching anything (so its approval is not spent)."""
-    if call.detail.get("stopped_for_input"):
+    if envelope.status is Status.PENDING_INPUT:
         return True  # stopped to ask the client: a tool asks before it changes anything
     if envelope.error is None:
         return False

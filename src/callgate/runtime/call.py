@@ -8,7 +8,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from callgate.contract import (
     FULL_NAMES,
@@ -132,6 +132,9 @@ class Call:
     names: ToolNames = FULL_NAMES
     """How the caller names tools: ``tool_name`` is its name, and every text
     written for it names tools with :meth:`shown`."""
+    kind: Literal["tool", "resource", "prompt"] = "tool"
+    """What is called: a tool (through the chain), or a resource read or prompt
+    get (audited alike, see :mod:`callgate.runtime.reads`)."""
     call_id: str = field(default_factory=lambda: new_id("call"))
     trace_id: str = field(default_factory=lambda: os.urandom(16).hex())
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -261,6 +264,7 @@ class Call:
         next_step: str | None = None,
         retryable: bool = False,
         detail_ref: str | None = None,
+        missing_capability: str | None = None,
     ) -> Envelope:
         """An error Envelope with the model-facing message and its next step."""
         return self.envelope(
@@ -271,5 +275,6 @@ class Call:
                 retryable=retryable,
                 next_step=next_step or default_next_step(kind),
                 detail_ref=detail_ref,
+                missing_capability=missing_capability,
             ),
         )

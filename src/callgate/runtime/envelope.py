@@ -21,7 +21,11 @@ class Status(StrEnum):
 
 
 class ErrorInfo(BaseModel):
-    """What went wrong, written for the model, and what to do next."""
+    """What went wrong, written for the model, and what to do next.
+
+    A pending call (``pending_approval``, ``pending_input``) carries one too: the
+    explanation the model reads ("Nothing was executed: ..."), though nothing failed.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -31,6 +35,35 @@ class ErrorInfo(BaseModel):
     next_step: str | None = None
     detail_ref: str | None = None
     """Where operators find the details (the audit record's call id)."""
+    missing_capability: str | None = None
+    """The capability of the caller's client the tool needed and the client lacks
+    (``elicitation``, ``sampling``, ``roots``): the tool raised ``ClientCannot``."""
+
+
+class ApprovalRequest(BaseModel):
+    """The approval a parked call waits for (``Status.PENDING_APPROVAL``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    approval_id: str
+    state: str = "pending"
+    reason: str
+    expires_at: datetime
+
+
+class InputRequest(BaseModel):
+    """What a call waits for from the caller's client (``Status.PENDING_INPUT``).
+
+    The tool asked its client something (``ToolContext.elicit``, ``sample``,
+    ``list_roots``) that must first be answered: the call is made again with the
+    answers, and the tool runs again from the start.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    requests: dict[str, dict[str, Any]]
+    """The questions by key, each as the request the client answers (its JSON:
+    ``{"method": "elicitation/create", "params": {...}}``)."""
 
 
 class Truncation(BaseModel):
@@ -82,6 +115,10 @@ class Envelope(BaseModel):
     truncated: Truncation | None = None
     timing: Timing | None = None
     decision: Decision | None = None
+    approval: ApprovalRequest | None = None
+    """With ``pending_approval``: the approval the call waits for."""
+    input: InputRequest | None = None
+    """With ``pending_input``: what the caller's client is asked first."""
     idempotency_key: str | None = None
     replayed: bool = False
     """True when this Envelope was stored earlier and returned again for the
@@ -112,17 +149,32 @@ class Envelope(BaseModel):
         self._payload_text = (self.payload, text)
         return self
 
-    def for_model(self) -> dict[str, Any]:
-        """The compact JSON an agent loop sends back to the model."""
-        out: dict[str, Any] = {"status": self.status.value}
-        if self.payload is not None:
-            out["result"] = self.payload
+    def payload_text(self) -> str:
+        """The payload as the model reads it: a string as it is, anything else as
+        compact JSON (:meth:`payload_json`)."""
+        return self.payload if isinstance(self.payload, str) else self.payload_json()
+
+    def explanation(self) -> str:
+        """For any status but ``ok``: the message the model reads, its next step,
+        and the approval the call waits on."""
+        lines: list[str] = []
         if self.error is not None:
-            out["error"] = {
-                "kind": self.error.kind.value,
-                "message": self.error.message_for_model,
-                "next_step": self.error.next_step,
-            }
+            lines.append(self.error.message_for_model)
+            if self.error.next_step:
+                lines.append(f"Next step: {self.error.next_step}")
+        else:
+            lines.append(f"The call ended with status {self.status.value}.")
+        if self.approval is not None:
+            lines.append(f"approval_id: {self.approval.approval_id}")
+        return "\n".join(lines)
+
+    def for_model(self) -> str:
+        """The one text a model reads for this Envelope, whoever shows it (the
+        agent loop, an MCP client): the payload with the truncation notice on a
+        line of its own, or :meth:`explanation`."""
+        if self.status is not Status.OK:
+            return self.explanation()
+        text = self.payload_text()
         if self.truncated is not None:
-            out["truncated"] = self.truncated.notice
-        return out
+            text = f"{text}\n{self.truncated.notice}"
+        return text

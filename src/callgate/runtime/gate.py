@@ -5,23 +5,23 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 import platformdirs
 
 from callgate import access
 from callgate.contract import Principal, Toolbox, ToolNames, ToolSink, ToolSpec
-from callgate.errors import ErrorKind
 from callgate.runtime import pipeline
 from callgate.runtime._sync import LoopThread, closed, closes_at_exit
 from callgate.runtime.approvals import ApprovalError, Approvals
 from callgate.runtime.builtin import BUILTIN_TOOLBOX, builtin_toolbox
-from callgate.runtime.call import Call, Limits, bounded_name, hash_json, new_id
-from callgate.runtime.envelope import Envelope, Status
+from callgate.runtime.call import Call, Limits
+from callgate.runtime.envelope import Envelope
 from callgate.runtime.policy import Policy
+from callgate.runtime.reads import Reads
 from callgate.runtime.registry import Registry
 from callgate.runtime.runner import Runner
 from callgate.runtime.services import Services
@@ -29,7 +29,6 @@ from callgate.runtime.stages.shape import READ_MORE_TOOL
 from callgate.store import AuditRecord, GroupCommitter, MemoryStore, SQLStore, Store
 from callgate.store.backlog import WriteBacklog
 from callgate.store.base import RunRecords, TaskRecords
-from callgate.store.failures import StoreUnavailable, describe, is_unavailable
 
 STORE_ENV = "CALLGATE_STORE"
 MAX_KEY_CHARS = 255
@@ -254,14 +253,8 @@ class Gate:
             call.names = names
         if trace_id:
             call.trace_id = trace_id
-        self._running += 1
-        self._idle.clear()
-        try:
+        with self._busy():
             return await pipeline.run(call)
-        finally:
-            self._running -= 1
-            if self._running == 0:
-                self._idle.set()
 
     async def read_more(
         self, cursor: str, *, principal: Principal, session_id: str | None = None
@@ -338,92 +331,24 @@ class Gate:
                 closes_at_exit(self)
             return self._loop_thread
 
-    async def record_read(
-        self,
-        kind: Literal["resource", "prompt"],
-        name: str,
-        *,
-        principal: Principal,
-        outcome: Status | ErrorKind,
-        duration_ms: float,
-        session_id: str | None = None,
-        arguments: Mapping[str, Any] | None = None,
-        decision: Literal["allow", "deny"] | None = None,
-        reason: str | None = None,
-        call_id: str | None = None,
-        detail: Mapping[str, Any] | None = None,
-        phase: Literal["final", "late"] = "final",
-    ) -> AuditRecord:
-        """Append the audit record of one resource read or prompt get; once durable,
-        return it.
-
-        Reads do not run through the chain (they have no side effects), but who
-        read what is audited like a call: one ``final`` record whose ``tool`` is
-        ``resource:<uri>`` or ``prompt:<name>``, with ``risk`` ``read``.
-
-        Args:
-            kind: what was read.
-            name: the URI read (not its template) or the prompt's name.
-            principal: who read it.
-            outcome: ``Status.OK``, ``Status.PENDING_INPUT`` (the client was asked
-                for input first), or the error kind (``CONSTRUCTION`` for an unknown
-                one, ``PERMISSION`` for one the principal may not see).
-            duration_ms: how long the read took.
-            session_id: the conversation it belongs to.
-            arguments: the prompt's arguments or the template's variables; only
-                their hash is kept.
-            decision: ``allow`` once visibility was checked, ``deny`` when refused.
-            reason: why it was refused (operator-facing; the client is told less).
-            call_id: the read's id, if the caller already made one (``new_id``).
-            detail: further operator-only facts (the toolbox, the URI template).
-            phase: ``late`` for how the function ended after its read had been
-                answered (it overran its deadline).
-
-        Raises:
-            StoreUnavailable: the store did not answer; the record is kept and
-                written once it does (see :meth:`reconcile`).
-        """
+    async def reads(self) -> Reads:
+        """How resources and prompts are served: their functions run on the gate's
+        runner, and every read is audited (see :mod:`callgate.runtime.reads`)."""
         await self.open()
         assert self._services is not None
-        is_error = isinstance(outcome, ErrorKind)
-        record = AuditRecord(
-            call_id=call_id or new_id(kind),
-            phase=phase,
-            at=datetime.now(UTC),
-            trace_id=os.urandom(16).hex(),
-            tool=bounded_name(f"{kind}:{name}"),
-            user=principal.user,
-            tenant=principal.tenant,
-            session_id=session_id,
-            args_hash=hash_json(dict(arguments or {})),
-            risk="read",
-            decision=decision,
-            decision_reason=reason,
-            status=Status.ERROR.value if is_error else outcome.value,
-            outcome=outcome.value,
-            duration_ms=round(duration_ms, 3),
-            detail=dict(detail or {}),
-        )
-        # Counted as running, so aclose() waits for the record to be written.
+        return Reads(self._services, busy=self._busy)
+
+    @contextmanager
+    def _busy(self) -> Iterator[None]:
+        """Counts as a call in flight while inside: ``aclose`` waits for it."""
         self._running += 1
         self._idle.clear()
         try:
-            try:
-                await self._services.committer.append(record)
-            except Exception as exc:
-                if not is_unavailable(exc):
-                    raise
-                # Kept and written once the store answers; the reader is told to
-                # try again (the read is not served unaudited), never driver text.
-                self._services.backlog.keep_audit(record, why=exc)
-                raise StoreUnavailable(
-                    f"the store did not answer ({describe(exc)}); the record is kept"
-                ) from exc
+            yield
         finally:
             self._running -= 1
             if self._running == 0:
                 self._idle.set()
-        return record
 
     # approvals -------------------------------------------------------------
     async def approvals(self) -> Approvals:

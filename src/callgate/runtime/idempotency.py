@@ -204,11 +204,12 @@ async def finish(call: Call, envelope: Envelope, *, deferred: bool = False) -> N
     scope = call.idempotency_scope
     if scope is None:
         return
-    # Nothing happened (transient), or nothing may happen yet (parked for a human):
-    # the key stays free, so the same request can run once it may.
+    # Nothing happened (transient), or nothing may happen yet (parked for a human,
+    # or for the client's answer): the key stays free, so the same request can
+    # run once it may.
     released = (
         envelope.error is not None and envelope.error.kind is ErrorKind.TRANSIENT
-    ) or envelope.status is Status.PENDING_APPROVAL
+    ) or envelope.status in (Status.PENDING_APPROVAL, Status.PENDING_INPUT)
     cancelled = call.detail.get("cancelled") is True
     try:
         if call.idempotency_owner and deferred:

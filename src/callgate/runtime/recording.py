@@ -50,13 +50,14 @@ def audit_record(call: Call, *, phase: AuditPhase, envelope: Envelope | None = N
         tool_version=spec.version if spec else None,
         contract_hash=spec.contract_hash if spec else None,
         args_hash=call.args_hash,
-        risk=spec.risk.value if spec else None,
+        # A resource read or prompt get has no spec: it is a read by nature.
+        risk=spec.risk.value if spec else ("read" if call.kind != "tool" else None),
         decision=decision.effect
         if decision
         else (f"refused:{call.refused_by}" if call.refused_by else None),
         decision_reason=decision.reason
         if decision
-        else (_refusal(envelope) if call.refused_by else None),
+        else (_refusal(envelope) if call.refused_by or call.kind != "tool" else None),
         status=status,
         outcome=outcome,
         duration_ms=round(call.elapsed_ms, 3) if envelope is not None else None,

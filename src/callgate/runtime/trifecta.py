@@ -86,14 +86,15 @@ async def note_envelope(call: Call, envelope: Envelope) -> None:
     """After a call: remember what its answer brought into the session.
 
     A result (also a replayed one) brings what its tool brings; an error of an
-    untrusted source brings its text, which is untrusted too.
+    untrusted source brings its text, which is untrusted too (a pending call's
+    explanation is callgate's own text: it brings nothing).
     """
     spec = call.spec
     if spec is None or not call.session_id:
         return
     if envelope.status is Status.OK:
         taints = taints_of(spec)
-    elif envelope.error is not None and not spec.trusted_source:
+    elif envelope.status is Status.ERROR and not spec.trusted_source:
         taints = [UNTRUSTED]
     else:
         return

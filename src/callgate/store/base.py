@@ -181,9 +181,12 @@ class TaskRecord:
     by :meth:`Store.abandon_tasks` (its outcome is unknown). An
     ``input_required`` task runs nowhere: it waits for the answers to
     ``input_requests`` (collected in ``responses``) and is resumed, by any
-    process, with ``arguments`` and ``request_state``. ``result`` is the wire
-    result of a ``completed`` task, ``error`` the ``{code, message}`` of a
-    ``failed`` one.
+    process, with ``arguments`` and ``request_state``. ``envelope`` is the
+    Envelope its call ended with (JSON): what ``tasks/get`` shows, whether the
+    task ``completed`` or ``failed``; ``error`` is the ``{code, message}`` of a
+    task that failed without one (its server stopped, the protocol refused the
+    call). ``result`` is only read for tasks that ended before envelopes were
+    kept (the wire result itself).
     """
 
     id: str
@@ -208,6 +211,7 @@ class TaskRecord:
     request_state: str | None = None
     """The state the resumed call continues from (kept here, never sent)."""
     lease_until: datetime | None = None
+    envelope: dict[str, Any] | None = None
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -268,7 +272,7 @@ class TaskRecords(Protocol):
         at: datetime,
         message: str | None = None,
         call_id: str | None = None,
-        result: dict[str, Any] | None = None,
+        envelope: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
     ) -> bool: ...
 
@@ -453,7 +457,7 @@ class Store(Protocol):
         at: datetime,
         message: str | None = None,
         call_id: str | None = None,
-        result: dict[str, Any] | None = None,
+        envelope: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
     ) -> bool:
         """Move an active task (``working`` or ``input_required``) to ``status``

@@ -332,6 +332,7 @@ class MemoryStore:
             result=_json(record.result),
             error=_json(record.error),
             arguments=_json(record.arguments),
+            envelope=_json(record.envelope),
         )
 
     async def get_task(self, task_id: str) -> TaskRecord | None:
@@ -339,7 +340,12 @@ class MemoryStore:
         record = self._tasks.get(task_id)
         if record is None:
             return None
-        return replace(record, result=_json(record.result), error=_json(record.error))
+        return replace(
+            record,
+            result=_json(record.result),
+            error=_json(record.error),
+            envelope=_json(record.envelope),
+        )
 
     async def finish_task(
         self,
@@ -349,7 +355,7 @@ class MemoryStore:
         at: datetime,
         message: str | None = None,
         call_id: str | None = None,
-        result: dict[str, Any] | None = None,
+        envelope: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
     ) -> bool:
         await checkpoint()
@@ -362,7 +368,7 @@ class MemoryStore:
             updated_at=at,
             message=message,
             call_id=call_id,
-            result=_json(result),
+            envelope=_json(envelope),
             error=_json(error),
         )
         return True

@@ -300,7 +300,7 @@ class HumanLoopRecords:
         at: datetime,
         message: str | None = None,
         call_id: str | None = None,
-        result: dict[str, Any] | None = None,
+        envelope: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
     ) -> bool:
         """Move an active task to ``status`` atomically; True for exactly one caller."""
@@ -312,7 +312,7 @@ class HumanLoopRecords:
                 updated_at=as_utc(at),
                 message=message,
                 call_id=call_id,
-                result=result,
+                envelope=envelope,
                 error=error,
             )
         )

@@ -220,6 +220,7 @@ tasks = Table(
     Column("responses", JSON(none_as_null=True)),
     Column("request_state", Text),
     Column("lease_until", UTCDateTime),
+    Column("envelope", JSON(none_as_null=True)),
     Index(None, "status", "lease_until"),
 )
 

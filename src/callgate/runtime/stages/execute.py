@@ -12,13 +12,20 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from callgate.contract import ToolContext, ToolSink
-from callgate.contract.context import ClientRequests, Elicitation, InputRequired, LogLevel, Root
+from callgate.contract.context import (
+    ClientCannot,
+    ClientRequests,
+    Elicitation,
+    InputRequired,
+    LogLevel,
+    Root,
+)
 from callgate.contract.spec import ToolHandler
 from callgate.errors import ErrorKind, ToolError, TransientError
 from callgate.runtime import approvals, changes, idempotency
 from callgate.runtime.call import Call
 from callgate.runtime.deadline import Deadline
-from callgate.runtime.envelope import Envelope
+from callgate.runtime.envelope import Envelope, ErrorInfo, InputRequest, Status
 from callgate.runtime.recording import audit_record
 from callgate.runtime.runner import LateEnd, NotStarted, Overran, Unresponsive
 from callgate.store import AuditRecord
@@ -113,6 +120,8 @@ async def execute(call: Call) -> Envelope | None:
         outcome = await _attempt(
             call, attempt_timeout, reported=timeout, hard_deadline=hard_deadline
         )
+        if isinstance(outcome, Envelope):
+            return outcome  # waits for the client: not a failure, never retried
         if not isinstance(outcome, _Failure):
             call.payload = outcome
             if spec.change is not None and spec.change.role == "preview":
@@ -155,8 +164,10 @@ class _Failure:
         retry_after: float | None = None,
         detail_ref: str | None = None,
         stuck: bool = False,
+        missing_capability: str | None = None,
     ) -> None:
         self.stuck = stuck
+        self.missing_capability = missing_capability
         """The tool's work still runs (a thread, or a task that ignored its
         cancellation): another attempt would add to it."""
         self.kind = kind
@@ -172,7 +183,24 @@ class _Failure:
             next_step=self.next_step,
             retryable=self.kind is ErrorKind.TRANSIENT,
             detail_ref=self.detail_ref,
+            missing_capability=self.missing_capability,
         )
+
+
+def _asking(call: Call, requests: Mapping[str, Mapping[str, Any]]) -> Envelope:
+    """The tool asked its client something that must be answered first."""
+    assert call.spec is not None
+    call.detail["asked"] = sorted(requests)
+    return call.envelope(
+        Status.PENDING_INPUT,
+        input=InputRequest(requests={key: dict(value) for key, value in requests.items()}),
+        error=ErrorInfo(
+            kind=ErrorKind.BUSINESS_STATE,
+            message_for_model=f"Nothing was done yet: {call.shown(call.spec.name)} needs "
+            "an answer from the client first.",
+            next_step="Answer the client's question; the call is then made again with the answer.",
+        ),
+    )
 
 
 MIN_ATTEMPT = 0.05
@@ -273,15 +301,16 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
             retry_after=None,
             stuck=True,
         )
+    except InputRequired as exc:
+        return _asking(call, exc.requests)
     except ToolError as exc:
         call.detail.setdefault("errors", []).append(f"{type(exc).__name__}: {exc.message}")
-        if isinstance(exc, InputRequired):
-            call.detail["stopped_for_input"] = True
         return _Failure(
             exc.kind,
             call.in_callers_names(exc.message) or "",
             next_step=call.in_callers_names(exc.next_step),
             retry_after=exc.retry_after if isinstance(exc, TransientError) else None,
+            missing_capability=exc.capability if isinstance(exc, ClientCannot) else None,
         )
     except NotStarted:
         call.detail.setdefault("errors", []).append(f"not started within {timeout:g}s")
