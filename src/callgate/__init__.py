@@ -36,9 +36,9 @@ if TYPE_CHECKING:
         UnrecoverableError,
     )
     from callgate.runtime.approvals import ApprovalError, Approvals
-    from callgate.runtime.call import Limits
     from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status, Timing, Truncation
     from callgate.runtime.gate import Gate
+    from callgate.runtime.limits import Limits
     from callgate.runtime.policy import Approvers, Effect, Policy, PolicyError, Rule
 
 # Each name is imported from its module on first use: ``callgate --help`` and
@@ -66,7 +66,7 @@ _HOMES = {
     "UnrecoverableError": "callgate.errors",
     "ApprovalError": "callgate.runtime.approvals",
     "Approvals": "callgate.runtime.approvals",
-    "Limits": "callgate.runtime.call",
+    "Limits": "callgate.runtime.limits",
     "Decision": "callgate.runtime.envelope",
     "Envelope": "callgate.runtime.envelope",
     "ErrorInfo": "callgate.runtime.envelope",

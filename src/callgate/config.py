@@ -66,8 +66,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from callgate.contract import Principal, Toolbox
-from callgate.runtime.call import Limits
 from callgate.runtime.gate import STORE_ENV, Gate, default_store_url, store_from_url
+from callgate.runtime.limits import Limits
 from callgate.runtime.policy import Policy, PolicyError, Rule
 
 __all__ = [

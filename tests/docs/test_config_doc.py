@@ -20,7 +20,7 @@ from callgate.config import (
     _SecretFile,
     load_config,
 )
-from callgate.runtime.call import Limits
+from callgate.runtime.limits import Limits
 
 from .readme import ROOT, block
 

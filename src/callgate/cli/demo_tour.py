@@ -22,9 +22,9 @@ from callgate.cli._common import CliError, opened, safe_url
 from callgate.cli.audit_view import dropped_fields, summarize
 from callgate.config import GateConfig
 from callgate.contract import Principal
-from callgate.runtime.call import Limits
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.gate import Gate, store_from_url
+from callgate.runtime.limits import Limits
 from callgate.store import AuditRecord, Store
 
 ALICE = Principal(

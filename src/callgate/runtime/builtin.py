@@ -10,8 +10,8 @@ from callgate import access
 from callgate.contract import Toolbox, ToolContext
 from callgate.errors import ConstructionError
 from callgate.runtime.approvals import effective_state
-from callgate.runtime.call import Limits
 from callgate.runtime.cursor import BadCursor, Cursor
+from callgate.runtime.limits import Limits
 from callgate.runtime.registry import Registry
 from callgate.runtime.shaping import CHARS_PER_TOKEN, notice, page
 from callgate.store import Store

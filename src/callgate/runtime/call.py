@@ -1,4 +1,4 @@
-"""The state of one call as it moves through the chain, and the gate's limits."""
+"""The state of one call as it moves through the chain."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from callgate.contract import (
@@ -18,6 +19,7 @@ from callgate.contract import (
     ToolSpec,
     rename_in_text,
 )
+from callgate.contract.spec import ToolHandler
 from callgate.errors import ErrorKind, default_next_step
 from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status, Timing
 from callgate.runtime.redaction import redact
@@ -25,64 +27,6 @@ from callgate.runtime.redaction import redact
 if TYPE_CHECKING:
     from callgate.runtime.services import InFlight, Services
     from callgate.store import PreviewRecord
-
-
-@dataclass(kw_only=True, frozen=True)
-class Limits:
-    """Bounds the gate enforces on every call."""
-
-    default_timeout: float = 30.0
-    """Seconds a tool may run when its contract names no timeout."""
-    max_timeout: float = 300.0
-    """Hard maximum: no contract or caller can ask for more."""
-    max_attempts: int = 3
-    """Tries per call for transient failures of retry-safe tools (1 = no retry)."""
-    session_retry_budget: int = 10
-    """Retries a session may spend in all (needs a session id)."""
-    backoff_base: float = 0.05
-    backoff_max: float = 2.0
-    duplicate_call_limit: int = 3
-    """Successful calls of one tool with the same arguments per session before the
-    next identical one is refused (0 disables)."""
-    max_result_tokens: int = 4000
-    """Estimated tokens of payload the model receives at most; the rest is kept
-    in the store and readable by cursor."""
-    max_result_bytes: int = 8 * 1024 * 1024
-    """Largest result (as JSON text) a call may return: a result over it is neither
-    kept in the store nor shown (see docs/chain.md, Shaping)."""
-    idempotency_ttl: timedelta = timedelta(hours=24)
-    approval_ttl: timedelta = timedelta(hours=24)
-    """How long a parked call waits for a human, and an approval stays usable."""
-    result_ttl: timedelta = timedelta(hours=24)
-    max_argument_bytes: int = 1_000_000
-    """Largest arguments accepted, measured as JSON text: beyond it a call is
-    refused before validation (a ``construction`` error), never stored or echoed."""
-    backlog_limit: int = 10_000
-    """Writes (final audit records, idempotency answers) kept in memory while the
-    store does not answer; beyond it they are dropped and logged as errors."""
-    tool_threads: int = 8
-    """Worker threads one sync tool (or resource, prompt, change helper) may hold,
-    running or abandoned after a timeout: further calls wait for one, and once as
-    many are stuck, new calls are refused as not responding. Also the number of
-    stray async tasks (ignoring cancellation) a tool may have before it is refused."""
-    max_threads: int = 40
-    """Worker threads all sync tools of the gate may hold together."""
-
-    def __post_init__(self) -> None:
-        if self.default_timeout <= 0 or self.max_timeout <= 0:
-            raise ValueError("timeouts must be positive")
-        if self.max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
-        if self.max_result_tokens < 50:
-            raise ValueError("max_result_tokens must be at least 50")
-        if self.max_result_bytes < self.max_result_tokens * 4:
-            raise ValueError("max_result_bytes must hold at least max_result_tokens * 4 bytes")
-        if self.max_argument_bytes < 1_000:
-            raise ValueError("max_argument_bytes must be at least 1,000")
-        if self.backlog_limit < 1:
-            raise ValueError("backlog_limit must be at least 1")
-        if self.tool_threads < 1 or self.max_threads < self.tool_threads:
-            raise ValueError("tool_threads must be at least 1 and at most max_threads")
 
 
 _PRINCIPAL_SOURCES = {"tenant_id": "tenant", "tenant": "tenant", "user_id": "user", "user": "user"}
@@ -164,6 +108,19 @@ class Call:
     """An approved approval for this exact call, used once the call owns its run."""
     approval_id: str | None = None
     """The approval this call ran under (its Envelope is kept on the approval)."""
+    handler: ToolHandler | None = None
+    """What the execute stage runs, when not the tool's own handler (the apply of a
+    previewed change runs its apply function)."""
+    before_run: Callable[[Call], Awaitable[Envelope | None]] | None = None
+    """A check the call that owns the run makes just before the tool runs (after
+    the idempotency key is claimed and the approval used); an Envelope ends it."""
+    repeatable: bool = False
+    """Exempt from the duplicate-call limit: calling it again is how a model
+    recovers (a new preview), or how it checks (a status)."""
+    bound_arguments: dict[str, Any] | None = None
+    """Inputs the call is bound to, when not its own (an apply: the previewed ones)."""
+    check_with: str | None = None
+    """How the model learns whether this call's change happened (see :meth:`how_to_check`)."""
     intent_written: bool = False
     idempotency_scope: str | None = None
     """Set only on the call that registered the key's in-flight entry."""
@@ -179,10 +136,16 @@ class Call:
 
     def how_to_check(self) -> str:
         """How the model learns whether this call's change happened, after an
-        unknown outcome: the change's status tool, else a read."""
-        if self.spec is not None and self.spec.change is not None:
-            return f"call {self.shown(self.spec.change.status_tool)} with the same preview_id"
-        return "check the current state (with a read or status tool)"
+        unknown outcome: ``check_with`` (a change's status tool), else a read."""
+        return self.check_with or "check the current state (with a read or status tool)"
+
+    def effective_timeout(self) -> float:
+        """The tool's (or the caller's) timeout, never above the gate's hard maximum."""
+        limits = self.services.limits
+        wanted = (
+            self.timeout or (self.spec.timeout if self.spec else None) or limits.default_timeout
+        )
+        return min(wanted, limits.max_timeout)
 
     def in_callers_names(self, text: str | None) -> str | None:
         """A text written with full tool names (a tool's own error message: "find
@@ -199,10 +162,10 @@ class Call:
     def full_arguments(self) -> dict[str, Any]:
         """Model arguments plus injected trusted values: exactly what the tool gets.
 
-        For the apply of a previewed change: the previewed arguments and the id.
+        For a call bound to other inputs (the apply of a previewed change): those.
         """
-        if self.preview is not None and self.spec is not None and self.spec.change is not None:
-            return {**self.preview.arguments, "preview_id": self.preview.id}
+        if self.bound_arguments is not None:
+            return dict(self.bound_arguments)
         return {**self.arguments, **self.injected}
 
     def shown_arguments(self) -> dict[str, Any]:

@@ -3,17 +3,22 @@
 - preview: the preview function runs like any read-only tool; its impact and
   the exact arguments are then kept as a PreviewRecord with a short-lived,
   unguessable id bound to the caller and tenant. The apply tool's policy is
-  decided right away on those arguments and that impact, so the model learns
-  at once when the change will need a human, and the approval is filed then.
+  decided right away on those arguments and that impact (the decide stage's
+  own verdict), so the model learns at once when the change will need a human,
+  and the approval is filed then.
 - apply: the id is bound to the stored arguments (it takes nothing else), the
   caller must be the one who previewed, and the id is the call's idempotency
   key: the apply function runs once per id, every caller gets its Envelope,
   and a timed-out apply is an unknown outcome, never retried.
 - status: reads what happened to an id, for reconciling after a timeout.
+
+The chain's stage for these three tools is :mod:`callgate.runtime.stages.change`;
+this module holds what it does.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from datetime import UTC, datetime, timedelta
@@ -21,13 +26,16 @@ from typing import Any
 
 from callgate import access
 from callgate.contract import ToolContext, ToolSpec
+from callgate.contract.change import ChangeBinding
 from callgate.errors import ErrorKind, ToolError
-from callgate.runtime import approvals, idempotency, redaction, trifecta
+from callgate.runtime import approvals, idempotency, redaction
 from callgate.runtime.call import Call, hash_json
 from callgate.runtime.deadline import Deadline
 from callgate.runtime.envelope import Envelope
-from callgate.runtime.policy import Effect, activation
+from callgate.runtime.invoke import run_tool
+from callgate.runtime.policy import Effect
 from callgate.runtime.runner import Unresponsive
+from callgate.runtime.stages.decide import verdict_for
 from callgate.store import PreviewRecord
 
 PREVIEW_ID = "preview_id"
@@ -37,17 +45,20 @@ def new_preview_id() -> str:
     return "pv_" + secrets.token_urlsafe(18)
 
 
-async def bind(call: Call) -> Envelope | None:
+def apply_arguments(record: PreviewRecord) -> dict[str, Any]:
+    """What the apply call is bound to: the previewed arguments and the id."""
+    return {**record.arguments, PREVIEW_ID: record.id}
+
+
+async def find(call: Call, change: ChangeBinding) -> Envelope | None:
     """For apply and status: find the preview and check it belongs to this caller."""
-    spec = call.spec
-    assert spec is not None and spec.change is not None
     preview_id = call.arguments.get(PREVIEW_ID)
     record = await call.services.store.get_preview(preview_id) if preview_id else None
-    again = f"Call {call.shown(spec.change.preview_tool)} again to get a new preview_id."
-    if record is None or record.change != spec.change.apply_tool:
+    again = f"Call {call.shown(change.preview_tool)} again to get a new preview_id."
+    if record is None or record.change != change.apply_tool:
         return call.fail(
             ErrorKind.CONSTRUCTION,
-            f"Unknown preview_id {preview_id!r} for {call.shown(spec.change.apply_tool)}.",
+            f"Unknown preview_id {preview_id!r} for {call.shown(change.apply_tool)}.",
             next_step=f"Use the preview_id exactly as returned. {again}",
         )
     if not access.owns(call.principal, record):
@@ -59,7 +70,7 @@ async def bind(call: Call) -> Envelope | None:
         )
     call.preview = record
     call.impact = record.impact
-    if spec.change.role == "apply" and record.expires_at <= datetime.now(UTC):
+    if change.role == "apply" and record.expires_at <= datetime.now(UTC):
         return call.fail(
             ErrorKind.CONSTRUCTION,
             f"Preview {preview_id} expired at {record.expires_at:%Y-%m-%d %H:%M:%S} UTC; "
@@ -69,28 +80,31 @@ async def bind(call: Call) -> Envelope | None:
     return None
 
 
-def apply_arguments(record: PreviewRecord) -> dict[str, Any]:
-    """What the apply call is bound to: the previewed arguments and the id."""
-    return {**record.arguments, PREVIEW_ID: record.id}
-
-
-async def inject_apply(call: Call) -> Envelope | None:
-    """Give the apply function exactly the previewed arguments."""
-    spec = call.spec
-    assert spec is not None and spec.change is not None and call.preview is not None
-    performer = spec.change.performer
+def bind_apply(call: Call, change: ChangeBinding) -> None:
+    """Give the apply exactly the previewed inputs: the apply function, the
+    previewed arguments and trusted values (secrets afresh), the id as its
+    idempotency key, and a check that the impact is still what was previewed."""
+    assert call.preview is not None
+    performer = change.performer
     assert performer is not None
     stored = call.preview.arguments
     model_args = {
         k: v for k, v in stored.items() if k in performer.input_schema.get("properties", {})
     }
+    call.handler = performer.handler
     call.prepared, _ = performer.handler.prepare(model_args)
     call.secret_fields = redaction.secret_fields(performer, call.services.secret_sources)
     call.injected = previewed_injection(call, performer)
+    call.bound_arguments = apply_arguments(call.preview)
     # The id is the idempotency key: one run per preview, whoever sends it.
     call.idempotency_key = call.preview.id
-    call.args_hash = hash_json(apply_arguments(call.preview))
-    return None
+    call.args_hash = hash_json(call.bound_arguments)
+    call.check_with = f"call {call.shown(change.status_tool)} with the same preview_id"
+
+    async def check(call: Call) -> Envelope | None:
+        return await unchanged(call, change)
+
+    call.before_run = check
 
 
 def previewed_injection(call: Call, spec: ToolSpec) -> dict[str, Any]:
@@ -115,15 +129,13 @@ async def _run_helper(call: Call, helper: ToolSpec) -> Any:
         Unresponsive: the helper's stray work fills its cap.
         TimeoutError: it did not answer in time (``NotStarted``, ``Overran``).
     """
-    from callgate.runtime.stages.execute import effective_timeout, run_tool  # avoids a cycle
-
     assert call.preview is not None
     stored = call.preview.arguments
     kwargs, _ = helper.handler.prepare(
         {k: v for k, v in stored.items() if k in helper.input_schema.get("properties", {})}
     )
     injected = previewed_injection(call, helper)
-    timeout = effective_timeout(call)
+    timeout = call.effective_timeout()
     ctx = ToolContext(
         call_id=call.call_id,
         trace_id=call.trace_id,
@@ -140,20 +152,22 @@ async def _run_helper(call: Call, helper: ToolSpec) -> Any:
     )
 
 
-async def check_unchanged(call: Call) -> Envelope | None:
+async def unchanged(call: Call, change: ChangeBinding) -> Envelope | None:
     """Before applying: the impact must still be what was previewed (and approved).
 
     Otherwise the apply would do something nobody saw: e.g. +25% previewed, the
     budget lowered meanwhile, +200% applied without the approval +200% needs.
+    Run by the call that owns the apply's run, just before the apply function.
     """
-    spec = call.spec
-    assert spec is not None and spec.change is not None and call.preview is not None
-    previewer = spec.change.previewer
+    assert call.preview is not None
+    previewer = change.previewer
     if previewer is None:
         return None
-    again = f"Call {call.shown(spec.change.preview_tool)} again and show the user the new impact."
+    timeout = call.effective_timeout()
+    again = f"Call {call.shown(change.preview_tool)} again and show the user the new impact."
     try:
-        now = await _run_helper(call, previewer)
+        async with asyncio.timeout(timeout):
+            now = await _run_helper(call, previewer)
     except ToolError as exc:
         return call.fail(
             exc.kind,
@@ -165,6 +179,13 @@ async def check_unchanged(call: Call) -> Envelope | None:
             ErrorKind.TRANSIENT,
             "Could not confirm that the situation is still as previewed: the check is not "
             f"responding ({exc.stuck} earlier checks are still running); nothing was changed.",
+            retryable=True,
+        )
+    except TimeoutError:
+        return call.fail(
+            ErrorKind.TRANSIENT,
+            f"Could not confirm within {timeout:g} seconds that the situation is still as "
+            "previewed; nothing was changed.",
             retryable=True,
         )
     if json.dumps(now, sort_keys=True, default=str) != json.dumps(
@@ -180,33 +201,23 @@ async def check_unchanged(call: Call) -> Envelope | None:
     return None
 
 
-async def after_preview(call: Call, impact: Any) -> dict[str, Any]:
+async def keep_preview(call: Call, change: ChangeBinding, impact: Any) -> dict[str, Any]:
     """Keep the preview, decide the apply's policy now, and say what comes next."""
-    spec = call.spec
-    assert spec is not None and spec.change is not None
     services = call.services
-    apply_spec = services.registry.get(spec.change.apply_tool)
+    apply_spec = services.registry.get(change.apply_tool)
     assert apply_spec is not None
     now = datetime.now(UTC)
     preview_id = new_preview_id()
     # Kept (and hashed) as shown to people: secrets are injected afresh at apply.
     arguments = call.shown_arguments()
     bound = {**arguments, PREVIEW_ID: preview_id}
-    verdict = services.policy.decide(
-        apply_spec,
-        lambda: activation(apply_spec, bound, call.principal, call.session_id, impact=impact),
-    )
-    verdict = await trifecta.guard_for(
-        services.store, apply_spec, call.session_id, verdict, shown=call.shown
-    )
-    needs_human = verdict.effect is Effect.REQUIRE_APPROVAL or (
-        verdict.effect is Effect.AUTO_APPROVE and not apply_spec.trusted_source
-    )
+    verdict = await verdict_for(call, apply_spec, bound, impact=impact)
+    needs_human = verdict.effect is Effect.REQUIRE_APPROVAL
     # A preview awaiting a human stays valid as long as its approval can be given.
-    ttl = services.limits.approval_ttl if needs_human else timedelta(seconds=spec.change.ttl)
+    ttl = services.limits.approval_ttl if needs_human else timedelta(seconds=change.ttl)
     record = PreviewRecord(
         id=preview_id,
-        change=spec.change.apply_tool,
+        change=change.apply_tool,
         arguments=arguments,
         args_hash=hash_json(bound),
         user=call.principal.user,
@@ -259,13 +270,18 @@ async def after_preview(call: Call, impact: Any) -> dict[str, Any]:
     return out
 
 
-async def status(call: Call) -> dict[str, Any]:
-    """Whether a previewed change was applied (after ``bind``)."""
-    spec = call.spec
-    assert spec is not None and spec.change is not None and call.preview is not None
+async def status(call: Call, change: ChangeBinding) -> dict[str, Any]:
+    """Whether a previewed change was applied (after :func:`find`).
+
+    The apply's claim is looked up under the key the apply itself used: the
+    preview id, in the previewer's tenant, for the apply tool
+    (:func:`idempotency.scope_for`, the same function the apply's own
+    :func:`idempotency.scope_of` uses).
+    """
+    assert call.preview is not None
     record = call.preview
     services = call.services
-    scope = idempotency.scope_for(record.tenant, spec.change.apply_tool, record.id)
+    scope = idempotency.scope_for(record.tenant, change.apply_tool, record.id)
     claim = await services.store.get_idempotency(scope)
     now = datetime.now(UTC)
     out: dict[str, Any] = {"preview_id": record.id, "impact": record.impact}
@@ -289,8 +305,8 @@ async def status(call: Call) -> dict[str, Any]:
             out["error"] = {"kind": error["kind"], "message": error["message_for_model"]}
             if error["kind"] == ErrorKind.UNKNOWN_OUTCOME:
                 out["state"] = "unknown"
-    if out["state"] in ("applying", "unknown") and spec.change.verifier is not None:
-        in_effect = bool(await _run_helper(call, spec.change.verifier))
+    if out["state"] in ("applying", "unknown") and change.verifier is not None:
+        in_effect = bool(await _run_helper(call, change.verifier))
         out["state"] = "applied" if in_effect else "not_applied"
         out["verified"] = (
             "checked on the live system: the change is in effect"

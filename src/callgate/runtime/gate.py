@@ -18,8 +18,9 @@ from callgate.runtime import pipeline
 from callgate.runtime._sync import LoopThread, closed, closes_at_exit
 from callgate.runtime.approvals import ApprovalError, Approvals
 from callgate.runtime.builtin import BUILTIN_TOOLBOX, builtin_toolbox
-from callgate.runtime.call import Call, Limits
+from callgate.runtime.call import Call
 from callgate.runtime.envelope import Envelope
+from callgate.runtime.limits import Limits
 from callgate.runtime.policy import Policy
 from callgate.runtime.reads import Reads
 from callgate.runtime.registry import Registry

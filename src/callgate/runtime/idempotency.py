@@ -148,12 +148,10 @@ def _stale_after(call: Call, record: IdempotencyRecord) -> datetime:
     that reports progress) makes a re-send answer ``unknown_outcome`` early, which
     is safe: it never runs the tool, and the first caller's answer is kept.
     """
-    from callgate.runtime.stages.execute import effective_timeout  # avoids a cycle
-
     spec = call.spec
     assert spec is not None
     limits = call.services.limits
-    timeout = effective_timeout(call)
+    timeout = call.effective_timeout()
     budget = timeout
     if spec.retry_safe:
         budget = (timeout + limits.backoff_max) * limits.max_attempts

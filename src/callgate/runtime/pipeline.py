@@ -11,9 +11,11 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
+from callgate.contract.change import ChangeRole
 from callgate.errors import ErrorKind
 from callgate.runtime.call import Call
 from callgate.runtime.envelope import Envelope
+from callgate.runtime.stages import change
 from callgate.runtime.stages.authorize import authorize
 from callgate.runtime.stages.classify import classify
 from callgate.runtime.stages.decide import decide
@@ -41,6 +43,14 @@ STAGES: tuple[Stage, ...] = (
     normalize,  # 8
     shape,  # 9 (always ends the chain with the Envelope)
 )
+"""The chain of every tool but the three of a previewed change."""
+
+CHANGE_STAGES: dict[ChangeRole, tuple[Stage, ...]] = {
+    # The same stages, with the change's own where it differs (stages/change.py).
+    "preview": (*STAGES[:4], change.repeatable, *STAGES[4:7], change.keep, *STAGES[7:]),
+    "apply": (*STAGES[:4], change.bind, *STAGES[4:]),
+    "status": (*STAGES[:4], change.bind, *STAGES[4:6], change.check_status, *STAGES[7:]),
+}
 
 
 async def run(call: Call) -> Envelope:
@@ -78,8 +88,20 @@ async def run(call: Call) -> Envelope:
     return await record(call, envelope, store_failed=store_failed)
 
 
+def _stages_of(call: Call) -> tuple[Stage, ...]:
+    """The stages after resolve: the tool it found decides the rest of the chain."""
+    spec = call.spec
+    if spec is None or spec.change is None:
+        return STAGES[1:]
+    return CHANGE_STAGES[spec.change.role][1:]
+
+
 async def _stages(call: Call) -> Envelope:
-    for stage in STAGES:
+    envelope = await resolve(call)
+    if envelope is not None:
+        call.refused_by = resolve.__name__
+        return envelope
+    for stage in _stages_of(call):
         envelope = await stage(call)
         if envelope is not None:
             if call.decision is None and envelope.error is not None:

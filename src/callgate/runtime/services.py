@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from callgate.contract import ToolSpec
-from callgate.runtime.call import Limits
 from callgate.runtime.envelope import Envelope
+from callgate.runtime.limits import Limits
 from callgate.runtime.policy import Policy
 from callgate.runtime.registry import Registry
 from callgate.runtime.runner import Runner

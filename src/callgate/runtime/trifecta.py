@@ -21,6 +21,8 @@ from callgate.store import Store
 
 PRIVATE = "private_data"
 UNTRUSTED = "untrusted_content"
+RULE = "lethal-trifecta"
+"""The rule name of a verdict the guard upgraded (audit and decision show it)."""
 
 
 def taints_of(spec: ToolSpec) -> list[str]:
@@ -39,17 +41,6 @@ def taints_of(spec: ToolSpec) -> list[str]:
 def can_exfiltrate(spec: ToolSpec) -> bool:
     eff = spec.effective_annotations
     return bool(eff.open_world and not eff.read_only)
-
-
-async def guard(call: Call, verdict: Verdict) -> Verdict:
-    """Upgrade an allow to require_approval when the trifecta would be complete."""
-    assert call.spec is not None
-    upgraded = await guard_for(
-        call.services.store, call.spec, call.session_id, verdict, shown=call.shown
-    )
-    if upgraded is not verdict:
-        call.detail["trifecta"] = upgraded.reason
-    return upgraded
 
 
 async def guard_for(
@@ -78,7 +69,7 @@ async def guard_for(
             "data out, so "
             "a human must check what is being sent"
         ),
-        rule="lethal-trifecta",
+        rule=RULE,
     )
 
 

@@ -2,36 +2,56 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from callgate.contract import ToolSpec
 from callgate.errors import ErrorKind
 from callgate.runtime import approvals, trifecta
 from callgate.runtime.call import Call
 from callgate.runtime.envelope import Decision, Envelope
 from callgate.runtime.policy import Effect, Verdict, activation
 
+UNTRUSTED_AUTO_APPROVAL = "(not for tools of an untrusted source)"
+
+
+async def verdict_for(
+    call: Call, spec: ToolSpec, arguments: dict[str, Any], *, impact: Any
+) -> Verdict:
+    """What a call of ``spec`` with ``arguments`` by ``call``'s principal, in its
+    session, gets: the policy's verdict, upgraded to an approval where the lethal
+    trifecta would be complete, and never an auto-approval for a tool of an
+    untrusted source.
+
+    The decide stage asks it for the call itself; a preview asks it for the apply
+    it previews, so the model learns at once whether that will need a human.
+    """
+    verdict = call.services.policy.decide(
+        spec, lambda: activation(spec, arguments, call.principal, call.session_id, impact=impact)
+    )
+    verdict = await trifecta.guard_for(
+        call.services.store, spec, call.session_id, verdict, shown=call.shown
+    )
+    if verdict.effect is Effect.AUTO_APPROVE and not spec.trusted_source:
+        return Verdict(
+            effect=Effect.REQUIRE_APPROVAL,
+            reason=f"{verdict.reason or 'auto-approval'} {UNTRUSTED_AUTO_APPROVAL}",
+            rule=verdict.rule,
+            problem=verdict.problem,
+        )
+    return verdict
+
 
 async def decide(call: Call) -> Envelope | None:
     spec = call.spec
     assert spec is not None
-    verdict = call.services.policy.decide(
-        spec,
-        lambda: activation(
-            spec, call.shown_arguments(), call.principal, call.session_id, impact=call.impact
-        ),
-    )
+    verdict = await verdict_for(call, spec, call.shown_arguments(), impact=call.impact)
     if verdict.problem:
         call.detail["policy_problem"] = verdict.problem
-    verdict = await trifecta.guard(call, verdict)
+    if verdict.rule == trifecta.RULE:
+        call.detail["trifecta"] = verdict.reason
     if verdict.effect is Effect.AUTO_APPROVE:
-        if spec.trusted_source:
-            call.decision = Decision(
-                effect="auto_approved", reason=verdict.reason, rule=verdict.rule
-            )
-            return None
-        verdict = Verdict(
-            effect=Effect.REQUIRE_APPROVAL,
-            reason=f"{verdict.reason or 'auto-approval'} (not for tools of an untrusted source)",
-            rule=verdict.rule,
-        )
+        call.decision = Decision(effect="auto_approved", reason=verdict.reason, rule=verdict.rule)
+        return None
     call.decision = Decision(effect=verdict.effect.value, reason=verdict.reason, rule=verdict.rule)
     if verdict.effect is Effect.ALLOW:
         return None

@@ -1,13 +1,17 @@
-"""Stage 7: run the tool: idempotency, duplicate limit, intent record, timeout, retries."""
+"""Stage 7: run the tool: idempotency, approval, duplicate limit, intent record,
+timeout, retries.
+
+What runs is the tool's handler, or the one an earlier stage bound the call to
+(``Call.handler``: a previewed change's apply function), after the check that
+stage asked for (``Call.before_run``); nothing here knows why.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import random
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
@@ -20,49 +24,20 @@ from callgate.contract.context import (
     LogLevel,
     Root,
 )
-from callgate.contract.spec import ToolHandler
 from callgate.errors import ErrorKind, ToolError, TransientError
-from callgate.runtime import approvals, changes, idempotency
+from callgate.runtime import approvals, idempotency
 from callgate.runtime.call import Call
 from callgate.runtime.deadline import Deadline
 from callgate.runtime.envelope import Envelope, ErrorInfo, InputRequest, Status
+from callgate.runtime.invoke import run_tool
 from callgate.runtime.recording import audit_record
-from callgate.runtime.runner import LateEnd, NotStarted, Overran, Unresponsive
-from callgate.store import AuditRecord
-
-
-def effective_timeout(call: Call) -> float:
-    """The tool's (or the caller's) timeout, never above the gate's hard maximum."""
-    assert call.spec is not None
-    limits = call.services.limits
-    wanted = call.timeout or call.spec.timeout or limits.default_timeout
-    return min(wanted, limits.max_timeout)
+from callgate.runtime.runner import NotStarted, Overran, Unresponsive
 
 
 async def execute(call: Call) -> Envelope | None:
     spec = call.spec
     assert spec is not None
     services = call.services
-
-    if spec.change is not None and spec.change.role == "status":
-        try:
-            async with asyncio.timeout(effective_timeout(call)):
-                call.payload = await changes.status(call)
-        except Unresponsive as exc:
-            return call.fail(
-                ErrorKind.TRANSIENT,
-                f"Could not check the live system: the check is not responding ({exc.stuck} "
-                "earlier checks are still running).",
-                retryable=True,
-            )
-        except TimeoutError:
-            return call.fail(
-                ErrorKind.TRANSIENT,
-                f"Could not check within {effective_timeout(call):g} seconds whether the "
-                "change is in effect.",
-                retryable=True,
-            )
-        return None
 
     if call.idempotency_key:
         early = await idempotency.begin(call)
@@ -74,24 +49,13 @@ async def execute(call: Call) -> Envelope | None:
     if parked is not None:
         return parked
 
-    if spec.change is not None and spec.change.role == "apply":
-        try:
-            async with asyncio.timeout(effective_timeout(call)):
-                changed = await changes.check_unchanged(call)
-        except TimeoutError:
-            changed = call.fail(
-                ErrorKind.TRANSIENT,
-                f"Could not confirm within {effective_timeout(call):g} seconds that the "
-                "situation is still as previewed; nothing was changed.",
-                retryable=True,
-            )
-        if changed is not None:
-            return changed
+    if call.before_run is not None:
+        refused = await call.before_run(call)
+        if refused is not None:
+            return refused
 
     limit = services.limits.duplicate_call_limit
-    # Previewing again is how a model recovers (expired, denied, changed): not a loop.
-    repeatable = spec.change is not None and spec.change.role == "preview"
-    if call.session_id and limit and call.args_hash and not repeatable:
+    if call.session_id and limit and call.args_hash and not call.repeatable:
         seen = await services.store.count_session_calls(call.session_id, spec.name, call.args_hash)
         if seen >= limit:
             return call.fail(
@@ -108,7 +72,7 @@ async def execute(call: Call) -> Envelope | None:
         await services.committer.append(audit_record(call, phase="intent"))
         call.intent_written = True
 
-    timeout = effective_timeout(call)
+    timeout = call.effective_timeout()
     loop = asyncio.get_running_loop()
     # Each attempt gets the tool's timeout; the call as a whole, retries and
     # backoff included, never runs past the gate's hard maximum.
@@ -124,8 +88,6 @@ async def execute(call: Call) -> Envelope | None:
             return outcome  # waits for the client: not a failure, never retried
         if not isinstance(outcome, _Failure):
             call.payload = outcome
-            if spec.change is not None and spec.change.role == "preview":
-                call.payload = await changes.after_preview(call, outcome)
             return None
         retry = (
             outcome.kind is ErrorKind.TRANSIENT
@@ -285,10 +247,7 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
         handle_store=call.services.store,
         names=call.names,
     )
-    handler = spec.handler
-    if spec.change is not None and spec.change.performer is not None:
-        # The apply tool's own signature is just the preview id.
-        handler = spec.change.performer.handler
+    handler = call.handler or spec.handler
     try:
         return await run_tool(call, spec.name, handler, call.prepared, call.injected, ctx, deadline)
     except Unresponsive as exc:
@@ -355,49 +314,3 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
             f"give them the reference {call.call_id}.",
             detail_ref=call.call_id,
         )
-
-
-def late_record(call: Call, late: LateEnd) -> AuditRecord:
-    """The ``late`` audit record of ``call``: how its stray work ended.
-
-    Its own record, after the ``final`` one: the caller's answer stands (an
-    unknown outcome stays one), and this says what the tool did after all.
-    """
-    record = audit_record(call, phase="late")
-    status = None if late.outcome is None else ("ok" if late.outcome == "ok" else "error")
-    return replace(
-        record,
-        status=status,
-        outcome=late.outcome,
-        duration_ms=round(call.elapsed_ms, 3),
-        detail={"late": late.facts()},
-    )
-
-
-async def run_tool(
-    call: Call,
-    tool: str,
-    handler: ToolHandler,
-    prepared: Any,
-    injected: dict[str, Any],
-    ctx: ToolContext,
-    deadline: Deadline,
-) -> Any:
-    """Run one handler for a governed call on the gate's runner (see :meth:`Runner.run`).
-
-    Its loop blocking goes to ``call.detail``; the end of stray work is appended
-    to the call's audit trail as a ``late`` record.
-    """
-    services = call.services
-
-    async def on_late(late: LateEnd) -> None:
-        await services.committer.append(late_record(call, late))
-
-    return await services.runner.run(
-        tool,
-        functools.partial(handler.invoke, prepared, injected, ctx),
-        is_async=handler.is_async,
-        deadline=deadline,
-        detail=call.detail,
-        on_late=on_late,
-    )

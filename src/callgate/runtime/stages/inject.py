@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from callgate.errors import ErrorKind
-from callgate.runtime import changes, redaction
+from callgate.runtime import redaction
 from callgate.runtime.call import Call, hash_json
 from callgate.runtime.envelope import Envelope
 
@@ -11,13 +11,6 @@ from callgate.runtime.envelope import Envelope
 async def inject(call: Call) -> Envelope | None:
     spec = call.spec
     assert spec is not None
-    if spec.change is not None and spec.change.role != "preview":
-        # Apply and status take a preview id: their inputs are what was previewed.
-        refused = await changes.bind(call)
-        if refused is not None or spec.change.role == "status":
-            call.args_hash = call.args_hash or hash_json(call.arguments)
-            return refused
-        return await changes.inject_apply(call)
     for name, marker in spec.trusted_fields.items():
         source = marker.source or name
         value = call.trusted_value(source)
