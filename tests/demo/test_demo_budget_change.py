@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import anyio
 import pytest
 
 from callgate import Envelope, ErrorKind, Gate, Principal, Status
+from callgate.clock import ManualClock
 from callgate.demo import demo_policy
 from callgate.demo._state import DemoState
 from callgate.demo._toolbox import build_toolboxes
@@ -200,23 +199,28 @@ async def test_only_whoever_previewed_may_apply_or_check_it(
     assert (await _apply(gate, alice, preview_id)).status is Status.OK
 
 
-@pytest.fixture
-async def short_gate(state: DemoState, anyio_backend: str) -> AsyncIterator[Gate]:
-    """A gate whose budget previews expire after 50 ms."""
-    async with Gate(
-        build_toolboxes(state, budget_ttl=0.05), store=MemoryStore(), policy=demo_policy()
-    ) as opened:
-        yield opened
-
-
 async def test_an_expired_preview_is_refused_and_the_model_told_to_preview_again(
-    short_gate: Gate, alice: Principal, state: DemoState
+    state: DemoState, alice: Principal
 ) -> None:
-    spec = short_gate.registry.get(PREVIEW)
+    clock = ManualClock()
+    short_gate = Gate(
+        build_toolboxes(state, budget_ttl=90),
+        store=MemoryStore(),
+        policy=demo_policy(),
+        clock=clock,
+    )
+    async with short_gate:
+        await _expired_preview(short_gate, clock, alice, state)
+
+
+async def _expired_preview(
+    short_gate: Gate, clock: ManualClock, alice: Principal, state: DemoState
+) -> None:
+    spec = short_gate.tool(PREVIEW)
     assert spec is not None
-    assert "valid for 0.05 seconds" in spec.description
+    assert "valid for 1.5 minutes" in spec.description
     preview = await _preview(short_gate, alice, "C-101", 1500)
-    await anyio.sleep(0.1)
+    clock.advance(seconds=91)
     env = await _apply(short_gate, alice, preview.payload["preview_id"])
     assert env.error is not None
     assert env.error.kind is ErrorKind.CONSTRUCTION

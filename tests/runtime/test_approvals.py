@@ -8,6 +8,7 @@ import anyio
 import pytest
 
 from callgate import ApprovalError, ErrorKind, Gate, Limits, Policy, Principal, Rule, Status
+from callgate.clock import ManualClock
 from callgate.runtime.policy import PolicyError
 from callgate.store import MemoryStore
 
@@ -141,11 +142,11 @@ async def test_the_resumed_call_is_authorized_again(make_gate: GateFactory) -> N
     assert ran.ok and bank.sent == ["acme:bob:5000"]
 
 
-async def test_expired_approvals_cannot_be_decided_or_used() -> None:
-    limits = Limits(approval_ttl=timedelta(milliseconds=50))
-    async with Gate([build(Bank())], store=MemoryStore(), policy=BIG, limits=limits) as gate:
+async def test_expired_approvals_cannot_be_decided_or_used(make_gate: GateFactory) -> None:
+    clock = ManualClock()
+    async with make_gate([build(Bank())], policy=BIG, clock=clock) as gate:
         approval_id = await park(gate)
-        await anyio.sleep(0.1)
+        clock.advance(hours=24, seconds=1)  # the default approval TTL, and a second
         approvals = await gate.approvals()
         with pytest.raises(ApprovalError, match="expired"):
             await approvals.approve(approval_id, by=Principal("carol", "acme"))
@@ -313,13 +314,14 @@ async def test_concurrent_resumes_run_once_and_file_nothing_new(make_gate: GateF
     assert len(pending) <= 1
 
 
-async def test_an_approved_but_expired_approval_is_not_used() -> None:
-    limits = Limits(approval_ttl=timedelta(milliseconds=80))
+async def test_an_approved_but_expired_approval_is_not_used(make_gate: GateFactory) -> None:
+    limits = Limits(approval_ttl=timedelta(minutes=10))
     bank = Bank()
-    async with Gate([build(bank)], store=MemoryStore(), policy=BIG, limits=limits) as gate:
+    clock = ManualClock()
+    async with make_gate([build(bank)], policy=BIG, limits=limits, clock=clock) as gate:
         approval_id = await park(gate)
         await (await gate.approvals()).approve(approval_id, by=Principal("carol", "acme"))
-        await anyio.sleep(0.12)
+        clock.advance(minutes=10)
         env = await gate.call("bank.pay", PAY, principal=ALICE)
     assert env.status is Status.PENDING_APPROVAL and env.approval.approval_id != approval_id
     assert bank.sent == []

@@ -20,6 +20,7 @@ from callgate import (
     TransientError,
     Trusted,
 )
+from callgate.clock import ManualClock
 from callgate.store import MemoryStore, SQLStore
 from tests.pg import POSTGRES_URL, drop_schema
 
@@ -89,9 +90,14 @@ async def test_fifty_concurrent_applies_apply_once(make_gate: GateFactory) -> No
 
 async def test_apply_after_expiry_is_refused(make_gate: GateFactory) -> None:
     bank = Bank()
-    async with make_gate([build(bank, ttl=0.05)]) as gate:
+    clock = ManualClock()
+    async with make_gate([build(bank, ttl=600)], clock=clock) as gate:
         pid = await preview(gate)
-        await anyio.sleep(0.1)
+        clock.advance(seconds=599)
+        assert (await gate.call(STATUS, {"preview_id": pid}, principal=ALICE)).payload[
+            "preview_valid"
+        ] is True
+        clock.advance(seconds=2)
         env = await gate.call(APPLY, {"preview_id": pid}, principal=ALICE)
         status = await gate.call(STATUS, {"preview_id": pid}, principal=ALICE)
     assert env.error is not None and env.error.kind is ErrorKind.CONSTRUCTION

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from callgate.store import SQLStore, Store, StoredResult, sql
+from callgate.clock import ManualClock
+from callgate.store import SQLStore, Store, StoredResult
 
 pytestmark = pytest.mark.anyio
 
@@ -71,7 +72,7 @@ async def test_a_result_given_as_json_text_is_kept_as_that_text(store: Store) ->
 
 
 async def test_expired_results_make_room_for_new_ones(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """A gateway storing large results keeps about ``result_ttl``'s worth: the
     expired ones are deleted as new ones come and their space is reused (they
@@ -86,9 +87,8 @@ async def test_expired_results_make_room_for_new_ones(
         for i in range(40):
             await store.put_result(big(f"old-{i}"))
     full = path.stat().st_size  # closed: everything is in the file
-    two_hours_later = start + timedelta(hours=2)
-    monkeypatch.setattr(sql, "_now", lambda: two_hours_later)
-    async with SQLStore(f"sqlite:///{path}") as store:
+    clock = ManualClock(start + timedelta(hours=2))
+    async with SQLStore(f"sqlite:///{path}", clock=clock) as store:
         for i in range(40):
             await store.put_result(replace(big(f"new-{i}"), expires_at=start + timedelta(hours=3)))
         assert await store.get_result("new-39") is not None

@@ -32,7 +32,6 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -85,10 +84,6 @@ class _Stop(Exception):
         super().__init__(reason)
         self.status = status
         self.reason = reason
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 def _usable_builtins(run: RunState) -> list[str]:
@@ -216,7 +211,7 @@ class Agent:
                 )
         run = RunState(
             id="run_" + secrets.token_urlsafe(12),
-            created_at=_now(),
+            created_at=self.gate.clock.now(),
             messages=[*history, UserMessage(content=prompt)],
             usage=RunUsage(),
         )
@@ -335,7 +330,7 @@ class Agent:
             {
                 "type": "model_request",
                 "turn": run.turn,
-                "at": _now().isoformat(),
+                "at": self.gate.clock.now().isoformat(),
                 "model": self.model.name,
                 "messages": len(request.messages),
                 "tools": [t.name for t in tools],
@@ -361,7 +356,7 @@ class Agent:
             {
                 "type": "model_response",
                 "turn": run.turn,
-                "at": _now().isoformat(),
+                "at": self.gate.clock.now().isoformat(),
                 "stop_reason": response.stop_reason,
                 "usage": {
                     "input_tokens": response.usage.input_tokens,
@@ -512,7 +507,7 @@ class Agent:
                 tenant=self.principal.tenant,
                 status=status,
                 created_at=run.created_at,
-                updated_at=_now(),
+                updated_at=self.gate.clock.now(),
                 state=run.state(
                     self.model.name,
                     base_url=getattr(self.model, "base_url", None),

@@ -145,11 +145,11 @@ class _ApprovalsApi:
         rows = await approvals.list(state=state, tenant=None if admin else who.tenant, limit=limit)
         # A tenant-less principal must not read the unfiltered list either.
         visible = [r for r in rows if access.check(who, Action.VIEW_APPROVAL, r)]
-        return _json({"approvals": [approval_json(r) for r in visible]})
+        return _json({"approvals": [approval_json(r, self._gate.clock.now()) for r in visible]})
 
     async def show_approval(self, request: Request) -> Response:
         who = self._principal(request)
-        return _json(approval_json(await self._visible(request, who)))
+        return _json(approval_json(await self._visible(request, who), self._gate.clock.now()))
 
     async def approve(self, request: Request) -> Response:
         who = self._principal(request)
@@ -193,7 +193,7 @@ class _ApprovalsApi:
         except ApprovalError as exc:
             status = _STATUS.get(exc.code, 409)
             raise _ApiError(status, exc.code, str(exc)) from None
-        return _json(approval_json(decided))
+        return _json(approval_json(decided, self._gate.clock.now()))
 
 
 _STATUS = {"unknown": 404, "invalid": 400, "other_tenant": 403, "not_an_approver": 403}

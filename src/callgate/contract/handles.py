@@ -27,12 +27,13 @@ import secrets
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio.from_thread
 
 from callgate import access
+from callgate.clock import Clock
 from callgate.errors import ConstructionError, TransientError
 from callgate.store.base import HandleRecord
 
@@ -139,6 +140,9 @@ class HandleConflict(TransientError):
 class HandleStore(Protocol):
     """The part of :class:`~callgate.store.base.Store` handles need."""
 
+    clock: Clock
+    """Handles expire on the store's time."""
+
     async def create_handle(self, record: HandleRecord) -> None: ...
 
     async def get_handle(self, handle_id: str) -> HandleRecord | None: ...
@@ -171,7 +175,7 @@ class Handles:
 
     async def create(self, kind: HandleKind, data: Mapping[str, Any]) -> Handle:
         """A new handle of ``kind`` holding ``data`` (JSON-able), bound to the caller."""
-        now = datetime.now(UTC)
+        now = self._store.clock.now()
         record = HandleRecord(
             id=f"{kind.prefix}_{''.join(secrets.choice(_ID_ALPHABET) for _ in range(_ID_LENGTH))}",
             kind=kind.name,
@@ -210,7 +214,7 @@ class Handles:
         current = await self.get(kind, handle.id)  # the caller check, again
         if current.version != handle.version:
             raise HandleConflict(kind, handle.id)
-        now = datetime.now(UTC)
+        now = self._store.clock.now()
         record = await self._store.update_handle(
             handle.id, version=handle.version, data=dict(data), at=now, expires_at=now + kind.ttl
         )

@@ -19,12 +19,13 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, ClassVar, Protocol, TypeVar
 
 from pydantic import TypeAdapter
 
+from callgate.clock import SYSTEM_CLOCK
 from callgate.demo import _seed
 from callgate.demo._records import (
     CampaignRecord,
@@ -56,10 +57,6 @@ _DEPLOYMENTS = TypeAdapter(list[DeploymentRecord])
 _OUTBOX = TypeAdapter(list[OutboxMessage])
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 class DemoStateError(RuntimeError):
     """The state file cannot be read (corrupt, or written by another format)."""
 
@@ -86,7 +83,7 @@ class DemoState:
     def __init__(
         self,
         *,
-        clock: Callable[[], datetime] = _utc_now,
+        clock: Callable[[], datetime] = SYSTEM_CLOCK.now,
         path: str | os.PathLike[str] | None = None,
     ) -> None:
         self._lock = threading.RLock()

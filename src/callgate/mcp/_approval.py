@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any, Literal
 
 import mcp_types as types
@@ -119,7 +119,10 @@ class Confirmation:
         record = await (await self.gate.approvals()).get(envelope.approval.approval_id)
         if record is None or not self._ours(record, tool):
             return None
-        if record.approved_by != "requester" or effective_state(record) != "pending":
+        if (
+            record.approved_by != "requester"
+            or effective_state(record, self.gate.clock.now()) != "pending"
+        ):
             return None
         if not self.sink.can_ask("elicitation"):
             return None
@@ -157,7 +160,7 @@ class Confirmation:
     async def ask_now(self, record: ApprovalRecord) -> types.ElicitResult | None:
         """At 2025-11-25: ask on the call's stream; None if no answer came."""
         request = self._question(record)
-        left = (record.expires_at - datetime.now(UTC)).total_seconds()
+        left = (record.expires_at - self.gate.clock.now()).total_seconds()
         try:
             return await self.sink.ask_now(request, timeout=max(1.0, min(MAX_WAIT, left)))
         except (TimeoutError, MCPError, ValidationError) as exc:

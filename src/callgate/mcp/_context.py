@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import anyio
@@ -316,7 +316,7 @@ class ContextHandlers:
                 principal=self._principal,
                 session_id=self._session_of(ctx),
                 idempotency_key=None,
-                deadline=datetime.now(UTC) + timedelta(seconds=timeout),
+                deadline=self._gate.clock.now() + timedelta(seconds=timeout),
                 attempt=1,
                 sink=sink,
             )

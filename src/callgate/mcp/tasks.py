@@ -104,10 +104,6 @@ def runner_of(server: Server[Any]) -> TaskRunner | None:
     return _RUNNERS.get(server)
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 def _iso(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -163,7 +159,7 @@ class TaskRunner:
     # -- the store ------------------------------------------------------------
     async def _store(self) -> TaskRecords:
         tasks = await self._gate.tasks()
-        now = _now()
+        now = self._gate.clock.now()
         if self._swept_at is None or now - self._swept_at > self._lease / 2:
             # Working tasks whose runner stopped renewing: it died while they ran.
             self._swept_at = now
@@ -183,7 +179,7 @@ class TaskRunner:
         record = await (await self._store()).get_task(task_id)
         if (
             record is None
-            or record.expires_at <= _now()
+            or record.expires_at <= self._gate.clock.now()
             or not access.check(self._principal, access.Action.READ_OWN, record)
         ):
             raise _wire.invalid_params(f"Unknown task: {task_id}")
@@ -266,7 +262,7 @@ class TaskRunner:
         return {"resultType": "task", **self._fields(record)}
 
     async def _create(self, tasks: TaskRecords, params: types.CallToolRequestParams) -> TaskRecord:
-        at = _now()
+        at = self._gate.clock.now()
         record = TaskRecord(
             id=secrets.token_urlsafe(16),
             tool=self._full(params.name) or params.name,
@@ -300,7 +296,7 @@ class TaskRunner:
             for task_id, job in list(self._running.items()):
                 try:
                     alive = await tasks.renew_task_lease(
-                        task_id, owner=self.owner, until=_now() + self._lease
+                        task_id, owner=self.owner, until=self._gate.clock.now() + self._lease
                     )
                 except Exception:  # the store is down: try again next round
                     logger.warning("could not renew the lease of task %s", task_id, exc_info=True)
@@ -320,13 +316,21 @@ class TaskRunner:
             # the task working forever.
             if not self._stopping:
                 await tasks.finish_task(
-                    task_id, status="failed", at=_now(), message=OUTCOME_UNKNOWN, error=_UNKNOWN
+                    task_id,
+                    status="failed",
+                    at=self._gate.clock.now(),
+                    message=OUTCOME_UNKNOWN,
+                    error=_UNKNOWN,
                 )
             raise
         except MCPError as exc:  # refused by the protocol (an unknown tool, say)
             error = _wire.error_json(exc)
             await tasks.finish_task(
-                task_id, status="failed", at=_now(), message=error["message"], error=error
+                task_id,
+                status="failed",
+                at=self._gate.clock.now(),
+                message=error["message"],
+                error=error,
             )
             return
         except Exception:
@@ -334,7 +338,7 @@ class TaskRunner:
             await tasks.finish_task(
                 task_id,
                 status="failed",
-                at=_now(),
+                at=self._gate.clock.now(),
                 message="internal error",
                 error={"code": _INTERNAL_ERROR, "message": "The task failed unexpectedly."},
             )
@@ -350,7 +354,7 @@ class TaskRunner:
             state = round_.request_state() if round_.request_state is not None else None
             await tasks.park_task(
                 task_id,
-                at=_now(),
+                at=self._gate.clock.now(),
                 input_requests=questions,
                 request_state=state,
                 call_id=envelope.call_id,
@@ -362,7 +366,7 @@ class TaskRunner:
         await tasks.finish_task(
             task_id,
             status=status,
-            at=_now(),
+            at=self._gate.clock.now(),
             message=outcome["message"] if status == "failed" else None,
             call_id=envelope.call_id,
             envelope=envelope.model_dump(mode="json"),
@@ -409,7 +413,10 @@ class TaskRunner:
         record = await self._record(ctx, params.task_id)
         tasks = await self._gate.tasks()
         if await tasks.finish_task(
-            record.id, status="cancelled", at=_now(), message="Cancelled by the client."
+            record.id,
+            status="cancelled",
+            at=self._gate.clock.now(),
+            message="Cancelled by the client.",
         ):
             job = self._running.get(record.id)
             if job is not None:
@@ -434,7 +441,10 @@ class TaskRunner:
             # The lease comes with the answers: a task that works again is never
             # without one, so no sweep can mistake it for a dead runner's.
             updated = await tasks.answer_task(
-                record.id, responses, at=_now(), lease_until=_now() + self._lease
+                record.id,
+                responses,
+                at=self._gate.clock.now(),
+                lease_until=self._gate.clock.now() + self._lease,
             )
         except ValueError as exc:
             raise _wire.invalid_params(f"Task {record.id}: {exc}") from None
@@ -469,7 +479,11 @@ class TaskRunner:
             try:
                 tasks = await self._gate.tasks()
                 await tasks.finish_task(
-                    task_id, status="failed", at=_now(), message=OUTCOME_UNKNOWN, error=_UNKNOWN
+                    task_id,
+                    status="failed",
+                    at=self._gate.clock.now(),
+                    message=OUTCOME_UNKNOWN,
+                    error=_UNKNOWN,
                 )
             except Exception:  # closing anyway: the lease expiry covers it
                 logger.warning("task %s left to its lease expiry", task_id, exc_info=True)

@@ -21,10 +21,11 @@ run with its new key included, files a new approval.
 from __future__ import annotations
 
 import secrets
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from callgate import access
+from callgate.clock import SYSTEM_CLOCK, Clock
 from callgate.contract import Principal
 from callgate.errors import ErrorKind
 from callgate.runtime import idempotency, redaction
@@ -55,7 +56,9 @@ def new_approval_id() -> str:
 
 
 def is_live(record: ApprovalRecord, now: datetime | None = None) -> bool:
-    return record.expires_at > (now or datetime.now(UTC))
+    """Whether ``record`` has not expired at ``now`` (the system's time by default:
+    the gate passes its own clock's)."""
+    return record.expires_at > (now or SYSTEM_CLOCK.now())
 
 
 def effective_state(record: ApprovalRecord, now: datetime | None = None) -> str:
@@ -112,7 +115,7 @@ async def file_approval(
     ``arguments`` are stored as people will see them: secret fields redacted.
     """
     assert call.spec is not None
-    now = datetime.now(UTC)
+    now = call.now()
     target = call.services.registry.get(tool) if tool else call.spec
     shown = arguments if arguments is not None else call.full_arguments()
 
@@ -175,7 +178,7 @@ async def _require(call: Call, verdict: Verdict) -> Envelope | None:
         user=call.principal.user,
         tenant=call.principal.tenant,
     )
-    if existing is None or not is_live(existing):
+    if existing is None or not is_live(existing, call.now()):
         return await park(call, verdict)
     if existing.state == "pending":
         return pending_envelope(call, existing)
@@ -231,7 +234,7 @@ async def consume(call: Call) -> Envelope | None:
     if approval_id is None:
         return None
     store = call.services.store
-    if await store.consume_approval(approval_id, call_id=call.call_id, at=datetime.now(UTC)):
+    if await store.consume_approval(approval_id, call_id=call.call_id, at=call.now()):
         call.approval_id = approval_id
         return None
     record = await store.get_approval(approval_id)
@@ -283,9 +286,18 @@ async def keep_result(call: Call, envelope: Envelope) -> None:
 class Approvals:
     """The human side: list, inspect, approve, deny. Every decision is audited."""
 
-    def __init__(self, store: Store, *, audit: Any) -> None:
+    def __init__(self, store: Store, *, audit: Any, clock: Clock = SYSTEM_CLOCK) -> None:
         self._store = store
         self._audit = audit  # GroupCommitter-like: ``await append(record)``
+        self._clock = clock
+
+    def state(self, record: ApprovalRecord) -> str:
+        """The state a person should see now (:func:`effective_state` on the gate's clock)."""
+        return effective_state(record, self._clock.now())
+
+    def as_json(self, record: ApprovalRecord) -> dict[str, Any]:
+        """``record`` as the CLI and HTTP API show it, its state as of now."""
+        return approval_json(record, self._clock.now())
 
     async def list(
         self, *, state: str | None = None, tenant: str | None = None, limit: int = 100
@@ -293,14 +305,15 @@ class Approvals:
         """Newest first. ``state='expired'`` lists pending/approved ones past their time."""
         if state == "expired":
             rows = await self._store.list_approvals(tenant=tenant, limit=limit * 4)
-            return [r for r in rows if effective_state(r) == "expired"][:limit]
+            return [r for r in rows if self.state(r) == "expired"][:limit]
         rows = await self._store.list_approvals(
             state=state,  # type: ignore[arg-type]
             tenant=tenant,
             limit=limit,
         )
         if state in ("pending", "approved"):
-            rows = [r for r in rows if is_live(r)]
+            now = self._clock.now()
+            rows = [r for r in rows if is_live(r, now)]
         return rows
 
     async def get(self, approval_id: str) -> ApprovalRecord | None:
@@ -349,12 +362,12 @@ class Approvals:
         if not verdict:
             await self._refused(record, state, by, verdict.code, verdict.reason)
             raise ApprovalError(f"{approval_id}: {verdict.reason}", code=verdict.code)
-        current = effective_state(record)
+        current = self.state(record)
         if current != "pending":
             error = _not_pending(approval_id, current)
             await self._refused(record, state, by, error.code, str(error))
             raise error
-        now = datetime.now(UTC)
+        now = self._clock.now()
         decided = await self._store.decide_approval(
             approval_id,
             state=state,  # type: ignore[arg-type]
@@ -364,7 +377,7 @@ class Approvals:
         )
         if decided is None:
             latest = await self._store.get_approval(approval_id)
-            error = _not_pending(approval_id, effective_state(latest) if latest else "gone")
+            error = _not_pending(approval_id, self.state(latest) if latest else "gone")
             await self._refused(record, state, by, error.code, str(error))
             raise error
         await self._audit.append(
@@ -388,7 +401,7 @@ class Approvals:
             _decision_record(
                 record,
                 by,
-                at=datetime.now(UTC),
+                at=self._clock.now(),
                 decision="refused",
                 reason=reason,
                 outcome=ErrorKind.PERMISSION.value
@@ -442,11 +455,12 @@ def _not_pending(approval_id: str, state: str) -> ApprovalError:
     return ApprovalError(f"{approval_id} is {state}; a decision is taken once", code=code)
 
 
-def approval_json(record: ApprovalRecord) -> dict[str, Any]:
-    """An approval as the CLI and HTTP API show it: every exact argument included."""
+def approval_json(record: ApprovalRecord, now: datetime | None = None) -> dict[str, Any]:
+    """An approval as the CLI and HTTP API show it: every exact argument included,
+    its state as of ``now``."""
     return {
         "id": record.id,
-        "state": effective_state(record),
+        "state": effective_state(record, now),
         "tool": record.tool,
         "arguments": record.arguments,
         "model_arguments": record.model_arguments,

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from callgate import access
+from callgate.clock import SYSTEM_CLOCK, Clock
 from callgate.contract import Toolbox, ToolContext
 from callgate.errors import ConstructionError
 from callgate.runtime.approvals import effective_state
@@ -40,7 +41,9 @@ def fits(content: Any, cursor: Cursor) -> bool:
     return cursor.unit == "chars" or isinstance(content, list)
 
 
-def builtin_toolbox(store: Store, limits: Limits, registry: Registry) -> Toolbox:
+def builtin_toolbox(
+    store: Store, limits: Limits, registry: Registry, *, clock: Clock = SYSTEM_CLOCK
+) -> Toolbox:
     box = Toolbox(BUILTIN_TOOLBOX, description="Tools of the gateway itself.")
 
     @box.tool(read_only=True, open_world=False, title="Read more of a truncated result")
@@ -126,7 +129,7 @@ def builtin_toolbox(store: Store, limits: Limits, registry: Registry) -> Toolbox
                 f"No approval request {approval_id!r} of yours.",
                 next_step="Use the approval_id exactly as it was given.",
             )
-        state = effective_state(record)
+        state = effective_state(record, clock.now())
         out: dict[str, Any] = {
             "approval_id": record.id,
             "tool": ctx.shown(record.tool),

@@ -8,7 +8,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from callgate.contract import (
@@ -81,7 +81,7 @@ class Call:
     get (audited alike, see :mod:`callgate.runtime.reads`)."""
     call_id: str = field(default_factory=lambda: new_id("call"))
     trace_id: str = field(default_factory=lambda: os.urandom(16).hex())
-    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    started_at: datetime = field(init=False)
     t0: float = field(default_factory=time.perf_counter)
 
     spec: ToolSpec | None = None
@@ -129,6 +129,11 @@ class Call:
 
     def __post_init__(self) -> None:
         self.tool_name = bounded_name(self.tool_name)
+        self.started_at = self.services.clock.now()
+
+    def now(self) -> datetime:
+        """The gate's time (its clock), for what expires."""
+        return self.services.clock.now()
 
     def shown(self, name: str) -> str:
         """The caller's name for the full tool name ``name``, for model-facing texts."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from callgate import access
@@ -70,7 +70,7 @@ async def find(call: Call, change: ChangeBinding) -> Envelope | None:
         )
     call.preview = record
     call.impact = record.impact
-    if change.role == "apply" and record.expires_at <= datetime.now(UTC):
+    if change.role == "apply" and record.expires_at <= call.now():
         return call.fail(
             ErrorKind.CONSTRUCTION,
             f"Preview {preview_id} expired at {record.expires_at:%Y-%m-%d %H:%M:%S} UTC; "
@@ -143,7 +143,7 @@ async def _run_helper(call: Call, helper: ToolSpec) -> Any:
         principal=call.principal,
         session_id=call.session_id,
         idempotency_key=None,
-        deadline=datetime.now(UTC) + timedelta(seconds=timeout),
+        deadline=call.now() + timedelta(seconds=timeout),
         attempt=1,
         handle_store=call.services.store,
     )
@@ -206,7 +206,7 @@ async def keep_preview(call: Call, change: ChangeBinding, impact: Any) -> dict[s
     services = call.services
     apply_spec = services.registry.get(change.apply_tool)
     assert apply_spec is not None
-    now = datetime.now(UTC)
+    now = call.now()
     preview_id = new_preview_id()
     # Kept (and hashed) as shown to people: secrets are injected afresh at apply.
     arguments = call.shown_arguments()
@@ -283,7 +283,7 @@ async def status(call: Call, change: ChangeBinding) -> dict[str, Any]:
     services = call.services
     scope = idempotency.scope_for(record.tenant, change.apply_tool, record.id)
     claim = await services.store.get_idempotency(scope)
-    now = datetime.now(UTC)
+    now = call.now()
     out: dict[str, Any] = {"preview_id": record.id, "impact": record.impact}
     if claim is None:
         out["state"] = "not_applied"

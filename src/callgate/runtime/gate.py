@@ -13,6 +13,7 @@ from typing import Any, Self
 import platformdirs
 
 from callgate import access
+from callgate.clock import Clock
 from callgate.contract import Principal, Toolbox, ToolNames, ToolSink, ToolSpec
 from callgate.runtime import pipeline
 from callgate.runtime._sync import LoopThread, closed, closes_at_exit
@@ -77,6 +78,10 @@ class Gate:
             like ``context``, but redacted wherever a call's inputs are kept or
             shown (approvals, previews, elicitations, the audit's detail). Tools
             receive them through trusted fields (``Secret[str]`` or ``Trusted[str]``).
+        clock: what time it is for everything that expires (approvals, previews,
+            idempotency keys, results, handles, tasks); the gate's store reads the
+            same clock (it is given to it). By default the store's own, the system
+            clock unless the store was made with another: see :mod:`callgate.clock`.
     """
 
     def __init__(
@@ -88,17 +93,24 @@ class Gate:
         limits: Limits | None = None,
         context: Mapping[str, Any] | None = None,
         secrets: Mapping[str, Any] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.store: Store = (
             store
             if store is not None and not isinstance(store, str)
             else store_from_url(store or default_store_url())
         )
+        if clock is not None:
+            self.store.clock = clock  # one time for the gate and what it keeps
+        self.clock: Clock = self.store.clock
+        """What time it is for the gate (and its store)."""
         self.limits = limits or Limits()
         self.policy = policy or Policy()
         self.registry = Registry(toolboxes)
         if self.registry.get(READ_MORE_TOOL) is None:
-            self.registry.add(builtin_toolbox(self.store, self.limits, self.registry))
+            self.registry.add(
+                builtin_toolbox(self.store, self.limits, self.registry, clock=self.clock)
+            )
         clash = set(context or {}) & set(secrets or {})
         if clash:
             raise ValueError(f"{sorted(clash)} given both as context and as secrets")
@@ -142,6 +154,7 @@ class Gate:
                 limits=self.limits,
                 context=self._context,
                 secret_sources=self._secret_sources,
+                clock=self.clock,
                 runner=self.runner,
             )
 
@@ -356,7 +369,7 @@ class Gate:
         """The human side of approvals: list, get, approve, deny (decisions audited)."""
         await self.open()
         assert self._services is not None
-        return Approvals(self.store, audit=self._services.committer)
+        return Approvals(self.store, audit=self._services.committer, clock=self.clock)
 
     async def resume(
         self, approval_id: str, *, principal: Principal, session_id: str | None = None

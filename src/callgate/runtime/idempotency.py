@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from callgate.errors import ErrorKind
 from callgate.runtime.call import Call
@@ -85,7 +85,7 @@ async def begin(call: Call) -> Envelope | None:
     services.inflight[scope] = entry
     call.idempotency_scope = scope
     call.inflight = entry
-    now = datetime.now(UTC)
+    now = call.now()
     try:
         try:
             existing = await services.store.claim_idempotency(
@@ -167,7 +167,7 @@ async def _existing_outcome(call: Call, record: IdempotencyRecord) -> Envelope:
         if record.state == "done" and record.envelope is not None:
             call.detail["idempotency"] = f"replayed the result of {record.call_id}"
             return replay(Envelope.model_validate(record.envelope))
-        if datetime.now(UTC) > deadline:
+        if call.now() > deadline:
             call.detail["idempotency"] = f"stale claim by {record.call_id}"
             return call.fail(
                 ErrorKind.UNKNOWN_OUTCOME,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from callgate.runtime.call import Call
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.redaction import scrub
@@ -41,7 +39,7 @@ def audit_record(call: Call, *, phase: AuditPhase, envelope: Envelope | None = N
     return AuditRecord(
         call_id=call.call_id,
         phase=phase,
-        at=datetime.now(UTC),
+        at=call.now(),
         trace_id=call.trace_id,
         tool=spec.name if spec else call.tool_name,
         user=call.principal.user,

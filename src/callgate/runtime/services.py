@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from callgate.clock import SYSTEM_CLOCK, Clock
 from callgate.contract import ToolSpec
 from callgate.runtime.envelope import Envelope
 from callgate.runtime.limits import Limits
@@ -41,6 +42,8 @@ class Services:
     """Gate-wide trusted values (deployment, region, ...) for trusted fields."""
     secret_sources: frozenset[str] = frozenset()
     """Keys of ``context`` that hold secrets (see :mod:`callgate.runtime.redaction`)."""
+    clock: Clock = SYSTEM_CLOCK
+    """What time it is for whatever expires (see :mod:`callgate.clock`)."""
     runner: Runner = field(default_factory=Runner)
     """Runs tool code: deadlines, worker threads, stray work (see ``runtime/runner.py``)."""
     inflight: dict[str, InFlight] = field(default_factory=dict)

@@ -11,7 +11,6 @@ kept in the store, so every replica sees it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 
 from callgate.contract import ToolSpec
 from callgate.runtime.call import Call
@@ -94,7 +93,7 @@ async def note_envelope(call: Call, envelope: Envelope) -> None:
             call.session_id,
             taint,  # type: ignore[arg-type]
             spec.name,
-            datetime.now(UTC),
+            call.now(),
         )
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from callgate.clock import Clock
+
 AuditPhase = Literal["intent", "final", "decision", "late"]
 """``intent`` is written before a side-effecting tool runs, ``final`` once the call
 has an outcome. An intent without a final is a call whose outcome is unknown.
@@ -313,6 +315,8 @@ class Store(Protocol):
     """Persistence used by the gate. All methods are safe under concurrency."""
 
     url: str
+    clock: Clock
+    """What time it is when the store decides what has expired."""
 
     async def open(self) -> None:
         """Connect and bring the schema up to date (idempotent)."""

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from anyio.lowlevel import checkpoint
 
+from callgate.clock import SYSTEM_CLOCK, Clock
 from callgate.store.base import (
     ACTIVE_TASK_STATUSES,
     ApprovalRecord,
@@ -52,8 +53,10 @@ class MemoryStore:
     awaiting, which makes each one atomic in its event loop.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.url = "memory://"
+        self.clock = clock
+        """What time it is when deciding what has expired."""
         self._audit: list[AuditRecord] = []
         self._idempotency: dict[str, IdempotencyRecord] = {}
         self._results: dict[str, StoredResult] = {}
@@ -169,7 +172,7 @@ class MemoryStore:
 
     def _live(self, scope: str) -> IdempotencyRecord | None:
         record = self._idempotency.get(scope)
-        if record is None or record.expires_at <= datetime.now(UTC):
+        if record is None or record.expires_at <= self.clock.now():
             return None
         envelope = None if record.envelope is None else _json(record.envelope)
         return replace(record, envelope=envelope)
@@ -193,7 +196,7 @@ class MemoryStore:
     async def get_result(self, ref: str) -> StoredResult | None:
         await checkpoint()
         result = self._results.get(ref)
-        if result is None or result.expires_at <= datetime.now(UTC):
+        if result is None or result.expires_at <= self.clock.now():
             return None
         assert result.text is not None
         return replace(result, content=json.loads(result.text))
@@ -207,7 +210,7 @@ class MemoryStore:
 
     async def create_pending_approval(self, record: ApprovalRecord) -> ApprovalRecord:
         await checkpoint()
-        now = datetime.now(UTC)
+        now = self.clock.now()
         request = (record.tool, record.args_hash, record.user, record.tenant)
         for existing in self._approvals.values():
             bound = (existing.tool, existing.args_hash, existing.user, existing.tenant)
@@ -474,7 +477,7 @@ class MemoryStore:
     # handles ------------------------------------------------------------------
     async def create_handle(self, record: HandleRecord) -> None:
         await checkpoint()
-        now = datetime.now(UTC)
+        now = self.clock.now()
         for expired in [h.id for h in self._handles.values() if h.expires_at <= now]:
             del self._handles[expired]
         if record.id in self._handles:
@@ -525,7 +528,7 @@ class MemoryStore:
 
     def _live_handle(self, handle_id: str) -> HandleRecord | None:
         record = self._handles.get(handle_id)
-        if record is None or record.expires_at <= datetime.now(UTC):
+        if record is None or record.expires_at <= self.clock.now():
             return None
         return record
 

@@ -10,7 +10,6 @@ import contextlib
 import functools
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import fields
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -33,6 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from callgate.clock import SYSTEM_CLOCK, Clock
 from callgate.store import sqlite_wal
 from callgate.store.base import (
     AuditRecord,
@@ -85,10 +85,6 @@ class _JSONText(TypeDecorator[str]):
         return None
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
     """The :class:`~callgate.store.base.Store` on SQLite or PostgreSQL.
 
@@ -105,6 +101,7 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
         sqlite_synchronous: SQLiteSynchronous = "NORMAL",
         schema: str | None = None,
         busy_timeout: float = BUSY_TIMEOUT_MS / 1000,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         """Describe the store; nothing connects until :meth:`open`.
 
@@ -118,11 +115,13 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
                 write transaction before failing ("database is locked"); a call
                 whose write fails so is answered without driver text and its
                 remaining writes wait in the gate's backlog.
+            clock: what time it is when deciding what has expired.
 
         Raises:
             ValueError: A malformed URL, ``sqlite_synchronous`` or ``schema``.
         """
         self.url = url
+        self.clock = clock
         self._sa_url = make_url(normalize_url(url))
         self._options: dict[str, Any] = {
             "echo": echo,
@@ -405,7 +404,7 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
         stmt = upsert.on_conflict_do_update(
             index_elements=[idempotency.c.scope],
             set_={name: upsert.excluded[name] for name in row if name != "scope"},
-            where=idempotency.c.expires_at <= _now(),
+            where=idempotency.c.expires_at <= self.clock.now(),
         ).returning(idempotency.c.scope)
         async with self._begin(write=True) as conn:
             if (await conn.execute(stmt)).first() is not None:
@@ -448,7 +447,7 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
     async def get_idempotency(self, scope: str) -> IdempotencyRecord | None:
         """The live record for ``scope`` or None (expired records count as absent)."""
         stmt = select(idempotency).where(
-            idempotency.c.scope == scope, idempotency.c.expires_at > _now()
+            idempotency.c.scope == scope, idempotency.c.expires_at > self.clock.now()
         )
         async with self._begin(write=False) as conn:
             row = (await conn.execute(stmt)).first()
@@ -484,7 +483,7 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
                 raise ValueError(f"result {result.ref!r} is already stored")
         self._results_stored += 1
         if self._results_stored % PURGE_EVERY == 0:
-            expired = select(results.c.ref).where(results.c.expires_at <= _now())
+            expired = select(results.c.ref).where(results.c.expires_at <= self.clock.now())
             purge = delete(results).where(
                 results.c.ref.in_(expired.limit(PURGE_BATCH).scalar_subquery())
             )
@@ -493,7 +492,7 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
 
     async def get_result(self, ref: str) -> StoredResult | None:
         """The stored result, or None if unknown or expired."""
-        stmt = select(results).where(results.c.ref == ref, results.c.expires_at > _now())
+        stmt = select(results).where(results.c.ref == ref, results.c.expires_at > self.clock.now())
         async with self._begin(write=False) as conn:
             row = (await conn.execute(stmt)).first()
         return None if row is None else StoredResult(**row._asdict())

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import fields
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from callgate.clock import Clock
 from callgate.store.base import HandleRecord
 from callgate.store.tables import as_utc, handles
 
 
 class HandleRecords:
     """Handles on the store's connections."""
+
+    clock: Clock
 
     def _begin(self, *, write: bool) -> contextlib.AbstractAsyncContextManager[AsyncConnection]:
         raise NotImplementedError  # provided by SQLStore
@@ -38,14 +41,16 @@ class HandleRecords:
             row[name] = as_utc(row[name])
         try:
             async with self._begin(write=True) as conn:
-                await conn.execute(delete(handles).where(handles.c.expires_at <= _now()))
+                await conn.execute(delete(handles).where(handles.c.expires_at <= self.clock.now()))
                 await conn.execute(insert(handles).values(row))
         except IntegrityError:
             raise ValueError(f"handle {record.id!r} exists already") from None
 
     async def get_handle(self, handle_id: str) -> HandleRecord | None:
         """The live handle; None if unknown or expired."""
-        stmt = select(handles).where(handles.c.id == handle_id, handles.c.expires_at > _now())
+        stmt = select(handles).where(
+            handles.c.id == handle_id, handles.c.expires_at > self.clock.now()
+        )
         async with self._begin(write=False) as conn:
             row = (await conn.execute(stmt)).first()
         return None if row is None else HandleRecord(**row._asdict())
@@ -70,7 +75,7 @@ class HandleRecords:
             .where(
                 handles.c.id == handle_id,
                 handles.c.version == version,
-                handles.c.expires_at > _now(),
+                handles.c.expires_at > self.clock.now(),
             )
             .values(
                 data=data,
@@ -86,12 +91,10 @@ class HandleRecords:
 
     async def delete_handle(self, handle_id: str, *, version: int | None = None) -> bool:
         """Delete a live handle (only at ``version``, if given); True if it was."""
-        stmt = delete(handles).where(handles.c.id == handle_id, handles.c.expires_at > _now())
+        stmt = delete(handles).where(
+            handles.c.id == handle_id, handles.c.expires_at > self.clock.now()
+        )
         if version is not None:
             stmt = stmt.where(handles.c.version == version)
         async with self._begin(write=True) as conn:
             return (await conn.execute(stmt)).rowcount == 1
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)

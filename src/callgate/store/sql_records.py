@@ -9,13 +9,14 @@ from __future__ import annotations
 import contextlib
 import json
 from dataclasses import fields, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, Table, Update, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from callgate.clock import Clock
 from callgate.store.base import (
     ACTIVE_TASK_STATUSES,
     ApprovalRecord,
@@ -34,6 +35,7 @@ class HumanLoopRecords:
     """Approvals, previews, session taints and tasks on the store's connections."""
 
     _dialect: str
+    clock: Clock
 
     def _begin(self, *, write: bool) -> contextlib.AbstractAsyncContextManager[AsyncConnection]:
         raise NotImplementedError  # provided by SQLStore
@@ -66,7 +68,7 @@ class HumanLoopRecords:
         Raises:
             ValueError: An approval with this ``id`` exists already.
         """
-        now = datetime.now(UTC)
+        now = self.clock.now()
         tool, args_hash, user, tenant = record.tool, record.args_hash, record.user, record.tenant
         live = (
             select(approvals)

@@ -12,7 +12,7 @@ import asyncio
 import random
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, cast
 
 from callgate.contract import ToolContext, ToolSink
@@ -241,7 +241,7 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
         principal=call.principal,
         session_id=call.session_id,
         idempotency_key=call.idempotency_key,
-        deadline=datetime.now(UTC) + timedelta(seconds=timeout),
+        deadline=call.now() + timedelta(seconds=timeout),
         attempt=call.attempts,
         sink=_extending(call.sink, extend),
         handle_store=call.services.store,

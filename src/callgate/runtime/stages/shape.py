@@ -14,7 +14,6 @@ is known, so not ``unknown_outcome``; and never retried, so not ``transient``).
 from __future__ import annotations
 
 import secrets
-from datetime import UTC, datetime
 
 from callgate.errors import ErrorKind
 from callgate.runtime.call import Call
@@ -45,7 +44,7 @@ async def shape(call: Call) -> Envelope | None:
     if pg is None:  # shown whole: the wire sends the text measured here
         return call.envelope(Status.OK, payload=call.payload).with_payload_json(text)
     ref = "res_" + secrets.token_urlsafe(16)
-    now = datetime.now(UTC)
+    now = call.now()
     await call.services.store.put_result(
         StoredResult(
             ref=ref,
