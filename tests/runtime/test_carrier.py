@@ -158,3 +158,19 @@ async def test_the_agent_loop_shows_the_model_the_envelopes_one_text() -> None:
         assert result.content == envelope.for_model() == envelope.explanation()
         assert result.is_error
     assert parked.for_model().splitlines()[1].startswith("Next step: Tell the user")
+
+
+async def test_a_tool_raising_input_required_itself_asks_nothing_and_fails() -> None:
+    box = Toolbox("odd")
+
+    @box.tool(read_only=True)
+    def wait() -> str:
+        """Raise the sink's signal without asking anything."""
+        raise InputRequired()
+
+    async with Gate([box], store=MemoryStore()) as gate:
+        envelope = await gate.call("odd.wait", {}, principal=ALICE, sink=AskingSink())
+
+    # Nothing was asked, so there is nothing a client could answer: an error, not a wait.
+    assert envelope.status is Status.ERROR and envelope.input is None
+    assert envelope.error is not None and envelope.error.kind is ErrorKind.BUSINESS_STATE

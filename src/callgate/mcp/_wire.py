@@ -180,7 +180,7 @@ class Round:
                 for key, request in self.asking.items()
             }
         envelope = self.envelope
-        if self.input_required and envelope.input is not None:
+        if self.input_required and envelope.input is not None and envelope.input.requests:
             return dict(envelope.input.requests)
         return None
 

@@ -261,7 +261,10 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
             stuck=True,
         )
     except InputRequired as exc:
-        return _asking(call, exc.requests)
+        if exc.requests:  # raised by the sink for its questions (else: a tool's own error)
+            return _asking(call, exc.requests)
+        call.detail.setdefault("errors", []).append(f"{type(exc).__name__}: {exc.message}")
+        return _Failure(exc.kind, exc.message)
     except ToolError as exc:
         call.detail.setdefault("errors", []).append(f"{type(exc).__name__}: {exc.message}")
         return _Failure(
