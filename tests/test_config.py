@@ -171,6 +171,21 @@ def test_toolbox_reference_forms(tmp_path: Path) -> None:
     assert from_factory == ["shop", "more"]
 
 
+def test_a_file_reference_to_an_init_loads_its_package(tmp_path: Path) -> None:
+    # How tests/conformance/fixture is served: a toolbox split over modules that import
+    # each other relatively, found by its path alone (the package is not on sys.path).
+    package = tmp_path / "split_tools"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .boxes import both\n")
+    (package / "boxes.py").write_text(TOOLS)
+    config = write(tmp_path, 'toolboxes = ["split_tools/__init__.py:both"]\n')
+
+    boxes = load_config(config).load_toolboxes()
+
+    assert [b.name for b in boxes] == ["shop", "more"]
+    assert "split_tools" not in sys.modules
+
+
 def test_unknown_keys_are_rejected_with_their_place(tmp_path: Path) -> None:
     assert (
         "storee: unknown key (allowed: store, toolboxes, policy, limits, context, secrets, "

@@ -7,8 +7,11 @@ import dataclasses
 import io
 import json
 import struct
+import subprocess
+import sys
 import wave
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -18,16 +21,17 @@ from callgate import ErrorKind, Gate, Policy, Principal, Rule, Status, Toolbox
 from callgate.config import GateConfig
 from callgate.contract import Content, Image, LogLevel
 from callgate.contract.context import ClientCannot, Elicitation, Root
-from callgate.mcp.fixture import (
+from callgate.runtime.envelope import Envelope
+from callgate.store import MemoryStore
+from tests.conformance.fixture import (
     FIXTURE_TOOLBOX,
     FIXTURE_TOOLBOXES,
     JSON_SCHEMA_2020_12,
     LOG_MESSAGES,
+    SEP1034_DEFAULTS,
+    SEP1330_ENUMS,
     fixture_toolboxes,
 )
-from callgate.mcp.fixture_input import SEP1034_DEFAULTS, SEP1330_ENUMS
-from callgate.runtime.envelope import Envelope
-from callgate.store import MemoryStore
 
 pytestmark = pytest.mark.anyio
 
@@ -97,6 +101,30 @@ def test_the_config_reference_loads_the_fixture() -> None:
     boxes = GateConfig(toolboxes=(FIXTURE_TOOLBOXES,)).load_toolboxes()
     assert [b.name for b in boxes] == [FIXTURE_TOOLBOX, "conformance_context"]
     assert boxes[0].get("test_simple_text") is not None
+
+
+@pytest.mark.slow
+def test_the_fixture_loads_by_path_alone(tmp_path: Path) -> None:
+    """As ``callgate serve`` loads it for the suite: its modules import each other, and
+    that works without ``tests`` (or the checkout) importable."""
+    script = (
+        "import sys\n"
+        "from callgate.config import GateConfig\n"
+        f"boxes = GateConfig(toolboxes=({FIXTURE_TOOLBOXES!r},)).load_toolboxes()\n"
+        "print(*[b.name for b in boxes], len(boxes[0]), 'tests' in sys.modules)\n"
+    )
+    # -I keeps the cwd and $PYTHONPATH off sys.path; the installed callgate stays on it.
+    run = subprocess.run(
+        [sys.executable, "-I", "-c", script],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    expected = [FIXTURE_TOOLBOX, "conformance_context", str(len(fixture_toolboxes()[0])), "False"]
+    assert run.stdout.split() == expected
 
 
 async def test_simple_text(gate: Gate) -> None:

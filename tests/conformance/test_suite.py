@@ -1,7 +1,7 @@
 """The official MCP conformance suite against ``callgate serve``, at both spec versions.
 
-``python -m callgate serve`` serves the fixture toolboxes (``conformance`` unprefixed)
-on a free port; ``scripts/conformance.sh`` runs ``@modelcontextprotocol/conformance``
+``python -m callgate serve`` serves the fixture toolboxes (``conformance`` unprefixed,
+loaded by path from ``tests/conformance/fixture/``) on a free port; ``scripts/conformance.sh`` runs ``@modelcontextprotocol/conformance``
 ``--suite all`` against it with ``conformance/expected-failures.yml`` as the baseline,
 and the run must exit 0: every failure is listed there, and no listed entry passes.
 
@@ -30,7 +30,7 @@ import anyio
 import pytest
 from anyio.abc import Process
 
-from callgate.mcp.fixture import FIXTURE_TOOLBOX, FIXTURE_TOOLBOXES
+from tests.conformance.fixture import FIXTURE_TOOLBOX, FIXTURE_TOOLBOXES
 from tests.npm import install
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,12 +101,17 @@ async def _fixture_server(tmp_path: Path) -> AsyncIterator[tuple[str, Process]]:
     Its stderr goes to a file, not a pipe nobody reads once the URL is known.
     """
     config = tmp_path / "conformance.toml"
-    config.write_text(f'store = "memory://"\ntoolboxes = ["{FIXTURE_TOOLBOXES}"]\n')
+    # JSON's string escapes are TOML's: the reference is a path, which may need them.
+    config.write_text(f'store = "memory://"\ntoolboxes = [{json.dumps(FIXTURE_TOOLBOXES)}]\n')
     log = tmp_path / "serve.stderr"
     command = [sys.executable, "-m", "callgate", "serve", "--config", str(config)]
     command += ["--port", "0", "--unprefixed", FIXTURE_TOOLBOX]
     with log.open("wb") as errors:
-        process = await anyio.open_process(command, stdin=subprocess.DEVNULL, stderr=errors)
+        # Not in the checkout: with -m the cwd is on sys.path, and the fixture must load
+        # by its path alone, as it does for a server started anywhere.
+        process = await anyio.open_process(
+            command, cwd=tmp_path, stdin=subprocess.DEVNULL, stderr=errors
+        )
     try:
         url = ""
         with anyio.fail_after(30):

@@ -20,14 +20,14 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from callgate import Gate, Limits, Principal, Toolbox
 from callgate.contract import Audio, Content, EmbeddedResource, Image, Text, ToolContext
 from callgate.mcp import build_server
-from callgate.mcp.fixture import (
+from callgate.store import MemoryStore
+from tests.conformance.fixture import (
     FIXTURE_TOOLBOX,
     LOG_MESSAGES,
     PNG_1X1_RED,
     WAV_SILENCE,
     fixture_toolboxes,
 )
-from callgate.store import MemoryStore
 
 pytestmark = pytest.mark.anyio
 

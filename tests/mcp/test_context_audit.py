@@ -23,8 +23,8 @@ from callgate import Gate, Principal, Toolbox
 from callgate.cli.app import app
 from callgate.contract import ToolContext
 from callgate.mcp import build_server
-from callgate.mcp.fixture_context import CONTEXT_QUESTION, context_toolboxes
 from callgate.store import AuditRecord, SQLStore
+from tests.conformance.fixture import CONTEXT_QUESTION, context_toolboxes
 from tests.mcp.test_resources_prompts import notes_toolbox
 from tests.pg import POSTGRES_URL, drop_schema
 

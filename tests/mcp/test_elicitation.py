@@ -22,8 +22,8 @@ from callgate.contract import ToolContext
 from callgate.contract.context import ClientCannot, Elicitation
 from callgate.errors import ErrorKind
 from callgate.mcp import build_server
-from callgate.mcp.fixture import FIXTURE_TOOLBOX, fixture_toolboxes
 from callgate.store import MemoryStore
+from tests.conformance.fixture import FIXTURE_TOOLBOX, fixture_toolboxes
 
 pytestmark = pytest.mark.anyio
 

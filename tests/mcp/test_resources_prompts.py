@@ -17,8 +17,7 @@ from callgate import Gate, Principal, Toolbox
 from callgate.contract import Text
 from callgate.contract.resources import DuplicatePrompt, DuplicateResource, Message
 from callgate.mcp import build_server
-from callgate.mcp.fixture import PNG_1X1_RED
-from callgate.mcp.fixture_context import STATIC_TEXT, context_toolboxes
+from tests.conformance.fixture import PNG_1X1_RED, STATIC_TEXT, context_toolboxes
 from tests.mcp.tools import ALICE, build_toolbox
 
 pytestmark = pytest.mark.anyio

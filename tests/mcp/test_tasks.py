@@ -22,7 +22,6 @@ from pydantic import BaseModel, ConfigDict
 
 from callgate import Gate, Policy, Rule
 from callgate.mcp import build_server
-from callgate.mcp.fixture import FIXTURE_TOOLBOX, fixture_toolboxes
 from callgate.mcp.server import default_principal
 from callgate.mcp.tasks import (
     EXTENSION,
@@ -31,6 +30,7 @@ from callgate.mcp.tasks import (
     UpdateTaskRequestParams,
     runner_of,
 )
+from tests.conformance.fixture import FIXTURE_TOOLBOX, fixture_toolboxes
 
 pytestmark = pytest.mark.anyio
 
