@@ -31,7 +31,7 @@ from callgate.agent.messages import (
 )
 from callgate.agent.model import ModelError
 from callgate.agent.names import ANTHROPIC_NAMES
-from tests.agent.corpus import bfcl_calls
+from tests.agent.corpus import Bfcl
 
 pytestmark = pytest.mark.anyio
 
@@ -469,9 +469,9 @@ def test_callgate_agent_does_not_import_the_sdk_and_the_adapter_names_the_extra(
 
 
 async def test_bfcl_dotted_names_round_trip_through_the_wire(
-    wire: Wire, model: AnthropicModel
+    wire: Wire, model: AnthropicModel, bfcl: Bfcl
 ) -> None:
-    dotted = [call for call in bfcl_calls() if "." in call.tool.name]
+    dotted = [call for call in bfcl.calls if "." in call.tool.name]
     tools: dict[str, ToolDef] = {}
     for call in dotted:
         tools.setdefault(

@@ -36,6 +36,7 @@ from callgate.agent.messages import (
 )
 from callgate.agent.model import ModelError
 from callgate.agent.providers import MissingCredentials
+from tests.agent.corpus import Bfcl
 
 genai = pytest.importorskip("google.genai")
 from google.genai import types  # noqa: E402
@@ -512,11 +513,9 @@ def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPat
     assert "callgate.agent.gemini" not in sys.modules
 
 
-async def test_every_bfcl_name_round_trips_through_the_sdk() -> None:
-    from tests.agent.corpus import bfcl_unique_tools
-
+async def test_every_bfcl_name_round_trips_through_the_sdk(bfcl: Bfcl) -> None:
     tools: dict[str, ToolDef] = {}
-    for tool in bfcl_unique_tools():  # one declaration per name, as a request holds them
+    for tool in bfcl.unique_tools:  # one declaration per name, as a request holds them
         tools.setdefault(
             tool.name,
             ToolDef(name=tool.name, description=tool.description, input_schema=tool.schema),

@@ -33,7 +33,7 @@ from callgate.agent.messages import (
 from callgate.agent.model import ModelError
 from callgate.agent.names import OPENAI_NAMES
 from callgate.agent.openai_chat import OpenAIChatModel
-from tests.agent.corpus import bfcl_unique_tools
+from tests.agent.corpus import Bfcl
 
 pytestmark = pytest.mark.anyio
 
@@ -474,10 +474,10 @@ def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPat
         importlib.import_module("callgate.agent.openai_chat")
 
 
-def test_every_bfcl_name_maps_to_an_openai_name_and_back() -> None:
+def test_every_bfcl_name_maps_to_an_openai_name_and_back(bfcl: Bfcl) -> None:
     tools = tuple(
         ToolDef(name=name, description="", input_schema={"type": "object"})
-        for name in sorted({t.name for t in bfcl_unique_tools()})
+        for name in sorted({t.name for t in bfcl.unique_tools})
     )
     dotted = [t.name for t in tools if "." in t.name]
     assert len(dotted) == 871  # distinct names (1,289 of the 3,200 tools)
