@@ -107,16 +107,18 @@ async def definition_tokens() -> list[tuple[str, str, int, int]]:
     demo = await demo_defs()
     sets = {"demo": demo}
     sys.path.insert(0, str(ROOT))
+    from tests.agent.corpus import CorpusMissing, bfcl
+
     try:
-        from tests.agent.corpus import bfcl_unique_tools
-    except ImportError:
-        bfcl_unique_tools = None  # type: ignore[assignment]
-    if bfcl_unique_tools is not None:
+        corpus = bfcl()
+    except CorpusMissing as missing:
+        print(f"agent_loop.py: no BFCL rows ({missing})", file=sys.stderr)
+    else:
         from callgate.agent.messages import ToolDef
 
         sets["100 BFCL"] = tuple(
             ToolDef(name=t.name, description=t.description, input_schema=t.schema)
-            for t in bfcl_unique_tools()[:100]
+            for t in corpus.unique_tools[:100]
         )
     formats = provider_formats()
     for label, defs in sets.items():

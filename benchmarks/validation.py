@@ -5,7 +5,8 @@
 Corpus: the function schemas of the Berkeley Function Calling Leaderboard as
 shipped in the ``bfcl-eval`` package (``bfcl_eval/data/BFCL_v4_*.json``, JSON
 lines whose ``function`` list holds the tools), and argument objects built from
-its ground truth (``bfcl_eval/data/possible_answer/``).
+its ground truth (``bfcl_eval/data/possible_answer/``), both read and converted to
+JSON Schema by ``tests/agent/corpus.py``, the reader the agent adapters' tests use.
 
 Both sides compile each schema once, as a gate does: ``ArgumentValidator`` (and
 the ``jsonschema_rs.Draft202012Validator`` inside it) against
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import importlib.util
 import io
 import json
 import os
@@ -41,7 +41,7 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,63 +51,12 @@ import jsonschema_rs
 
 from callgate.runtime.validation import ArgumentValidator
 
+# One reader of the corpus for tests and benchmarks: the tests check what it reads.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.agent.corpus import CorpusMissing, bfcl
+
 TARGET_RATIO = 20.0
 
-# BFCL writes types in its own vocabulary (Python, Java and JavaScript names).
-# Each maps to the JSON Schema type its checker converts values to; this follows
-# bfcl_eval.constants.type_mappings.GORILLA_TO_OPENAPI, except for "any": BFCL
-# sends it to APIs as "string" (a Java/JS variable name), but the ground truth of
-# Python tools puts numbers and lists there, so it maps to no type constraint.
-# Java and JavaScript tools: the model writes source literals as strings which
-# BFCL's checker converts; the ground truth holds the converted values, and so
-# do the argument objects here.
-TYPE_MAP: dict[str, str | None] = {
-    "string": "string",
-    "String": "string",
-    "char": "string",
-    "integer": "integer",
-    "long": "integer",
-    "short": "integer",
-    "byte": "integer",
-    "Bigint": "integer",
-    "number": "number",
-    "float": "number",
-    "double": "number",
-    "boolean": "boolean",
-    "bool": "boolean",
-    "Boolean": "boolean",
-    "array": "array",
-    "list": "array",
-    "tuple": "array",
-    "Array": "array",
-    "ArrayList": "array",
-    "Queue": "array",
-    "Stack": "array",
-    "dict": "object",
-    "object": "object",
-    "HashMap": "object",
-    "Hashtable": "object",
-    "null": "null",
-    "any": None,
-    "Any": None,
-    "": None,
-}
-# Kept as they are: JSON Schema keywords BFCL uses. Everything else is dropped
-# ("optional", BFCL's own marker, says what "required" already says).
-KEPT_KEYWORDS = {
-    "description",
-    "default",
-    "enum",
-    "required",
-    "format",
-    "minimum",
-    "maximum",
-    "minItems",
-    "maxItems",
-    "minLength",
-    "maxLength",
-    "pattern",
-}
 # A value of the wrong JSON type for each type (the invalid variant of an argument set).
 WRONG_VALUE: dict[str, Any] = {
     "string": 12345,
@@ -118,63 +67,6 @@ WRONG_VALUE: dict[str, Any] = {
     "object": "not an object",
     "null": 0,
 }
-OMITTED = ""  # BFCL ground truth: "" among the acceptable values means "may be omitted"
-
-
-def to_json_schema(node: Any) -> Any:
-    """A BFCL parameter schema as valid JSON Schema (Draft 2020-12)."""
-    if not isinstance(node, Mapping):
-        return node
-    out: dict[str, Any] = {}
-    bfcl_type = node.get("type")
-    if isinstance(bfcl_type, str):
-        if bfcl_type not in TYPE_MAP:
-            raise ValueError(f"unmapped BFCL type {bfcl_type!r}")
-        if TYPE_MAP[bfcl_type] is not None:
-            out["type"] = TYPE_MAP[bfcl_type]
-    for key, value in node.items():
-        if key == "properties" and isinstance(value, Mapping):
-            out[key] = {name: to_json_schema(sub) for name, sub in value.items()}
-        elif key in ("items", "additionalProperties") and isinstance(value, Mapping):
-            out[key] = to_json_schema(value)
-        elif key == "items" and isinstance(value, list):
-            out["prefixItems"] = [to_json_schema(sub) for sub in value]  # tuple form
-        elif key in KEPT_KEYWORDS:
-            out[key] = value
-    return out
-
-
-def bfcl_data_dir() -> Path:
-    spec = importlib.util.find_spec("bfcl_eval")  # no import: bfcl-eval is installed --no-deps
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit("bfcl-eval is not installed: pip install --no-deps bfcl-eval")
-    return Path(next(iter(spec.submodule_search_locations))) / "data"
-
-
-def json_lines(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as lines:
-        for line in lines:
-            if line.strip():
-                yield json.loads(line)
-
-
-def choose(options: Any) -> Any:
-    """The first acceptable value (BFCL nests option lists inside dict values)."""
-    if not isinstance(options, list):
-        return options
-    for option in options:
-        if option != OMITTED:
-            return materialize(option)
-    return OMITTED
-
-
-def materialize(value: Any) -> Any:
-    if isinstance(value, dict):
-        chosen = {key: choose(options) for key, options in value.items()}
-        return {key: v for key, v in chosen.items() if v != OMITTED}
-    if isinstance(value, list):
-        return [materialize(item) for item in value]
-    return value
 
 
 def break_one_field(schema: Mapping[str, Any], args: dict[str, Any]) -> dict[str, Any] | None:
@@ -204,37 +96,30 @@ class Compiled:
     py: jsonschema.protocols.Validator
 
 
-def load_corpus(data: Path) -> tuple[dict[str, dict[str, Any]], list[Case], dict[str, int]]:
-    """Unique converted schemas, argument sets from the ground truth, and tallies."""
+def load_corpus() -> tuple[dict[str, dict[str, Any]], list[Case], dict[str, int]]:
+    """Unique converted schemas, argument sets from the ground truth, and tallies.
+
+    Raises:
+        CorpusMissing: ``bfcl-eval`` is not installed.
+    """
+    corpus = bfcl()
     schemas: dict[str, dict[str, Any]] = {}
-    cases: list[Case] = []
-    tally = {"tool definitions": 0, "ground-truth calls": 0, "calls without a schema": 0}
-    for path in sorted(data.glob("BFCL_v4_*.json")):
-        try:
-            entries = list(json_lines(path))
-        except json.JSONDecodeError:
-            continue  # BFCL_v4_format_sensitivity.json is one JSON object, no tools
-        by_id: dict[str, dict[str, str]] = {}
-        for entry in entries:
-            for fn in entry.get("function") or []:
-                tally["tool definitions"] += 1
-                schema = to_json_schema(fn["parameters"])
-                key = json.dumps(schema, sort_keys=True)
-                schemas.setdefault(key, schema)
-                by_id.setdefault(entry["id"], {})[fn["name"]] = key
-        answers = data / "possible_answer" / path.name
-        if not by_id or not answers.exists():
-            continue
-        for answer in json_lines(answers):
-            for call in answer["ground_truth"]:
-                for name, params in call.items():
-                    tally["ground-truth calls"] += 1
-                    key = by_id.get(answer["id"], {}).get(name)
-                    if key is None:
-                        tally["calls without a schema"] += 1
-                        continue
-                    args = materialize(params)
-                    cases.append(Case(source=answer["id"], tool=name, schema_key=key, args=args))
+    for tool in corpus.tools:
+        schemas.setdefault(json.dumps(tool.schema, sort_keys=True), tool.schema)
+    cases = [
+        Case(
+            source=call.entry,
+            tool=call.tool.name,
+            schema_key=json.dumps(call.tool.schema, sort_keys=True),
+            args=call.arguments,
+        )
+        for call in corpus.calls
+    ]
+    tally = {
+        "tool definitions": len(corpus.tools),
+        "ground-truth calls": len(corpus.calls) + corpus.unmatched_calls,
+        "calls without a schema": corpus.unmatched_calls,
+    }
     return schemas, cases, tally
 
 
@@ -397,7 +282,10 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
 
-    schemas, cases, tally = load_corpus(bfcl_data_dir())
+    try:
+        schemas, cases, tally = load_corpus()
+    except CorpusMissing as missing:
+        sys.exit(str(missing))
     compiled, failures = compile_all(schemas)
     built = [c for c in cases if c.schema_key in compiled]
     invalid_set = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import traceback
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from callgate.agent.messages import (
 )
 from callgate.agent.model import ModelError
 from callgate.agent.names import ANTHROPIC_NAMES
-from tests.agent.corpus import bfcl_calls
+from tests.agent.corpus import Bfcl
 
 pytestmark = pytest.mark.anyio
 
@@ -52,6 +53,8 @@ class Wire:
     answers: list[Answer] = field(default_factory=list)
     sent: list[httpx2.Request] = field(default_factory=list)
     fail: Exception | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    """Sent with every answer, beside a request id."""
 
     @property
     def body(self) -> dict[str, Any]:
@@ -63,7 +66,9 @@ class Wire:
             raise self.fail
         answer = self.answers.pop(0)
         status, body = answer(json.loads(request.content)) if callable(answer) else answer
-        return httpx2.Response(status, json=body, headers={"request-id": "req_test"})
+        return httpx2.Response(
+            status, json=body, headers={"request-id": "req_test", **self.headers}
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -365,6 +370,54 @@ async def test_api_errors_map_to_model_errors_without_the_key(
     assert caught.value.retryable is retryable and caught.value.status == status
     assert kind in str(caught.value)
     assert API_KEY not in str(caught.value) and "[redacted]" in str(caught.value)
+    # Nor in the traceback a log would print: the SDK's exception is not chained.
+    assert API_KEY not in "".join(traceback.format_exception(caught.value))
+
+
+async def test_a_401_says_which_key_to_check(wire: Wire, model: AnthropicModel) -> None:
+    body = {
+        "type": "error",
+        "error": {"type": "authentication_error", "message": "invalid x-api-key"},
+    }
+    wire.answers.append((401, body))
+    with pytest.raises(ModelError) as caught:
+        await model.request(ask())
+    assert str(caught.value) == (
+        "Anthropic API error 401 (authentication_error): invalid x-api-key; "
+        "check the API key (ANTHROPIC_API_KEY)"
+    )
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "prompt is too long: 208573 tokens > 200000 maximum",
+        "input length and `max_tokens` exceed context limit: 195000 + 8192 > 200000, "
+        "decrease input length or `max_tokens` and try again",
+    ],
+)
+async def test_a_context_error_says_what_to_lower(
+    wire: Wire, model: AnthropicModel, said: str
+) -> None:
+    wire.answers.append(
+        (400, {"type": "error", "error": {"type": "invalid_request_error", "message": said}})
+    )
+    with pytest.raises(ModelError) as caught:
+        await model.request(ModelRequest(messages=(UserMessage(content="Hi"),), max_tokens=8192))
+    assert str(caught.value).startswith(f"Anthropic API error 400 (invalid_request_error): {said}")
+    assert "lower the output budget (8192 tokens a request; --max-output-tokens" in str(
+        caught.value
+    )
+    assert not caught.value.retryable and not caught.value.cut_off
+
+
+async def test_a_rate_limit_says_when_to_try_again(wire: Wire, model: AnthropicModel) -> None:
+    wire.headers["retry-after"] = "20"
+    wire.answers.append((429, fixture("error_rate_limit.json")))
+    with pytest.raises(ModelError) as caught:
+        await model.request(ask())
+    assert str(caught.value).endswith("per-minute rate limit; try again in 20 s")
+    assert caught.value.retry_after == 20.0
 
 
 @pytest.mark.parametrize(
@@ -416,9 +469,9 @@ def test_callgate_agent_does_not_import_the_sdk_and_the_adapter_names_the_extra(
 
 
 async def test_bfcl_dotted_names_round_trip_through_the_wire(
-    wire: Wire, model: AnthropicModel
+    wire: Wire, model: AnthropicModel, bfcl: Bfcl
 ) -> None:
-    dotted = [call for call in bfcl_calls() if "." in call.tool.name]
+    dotted = [call for call in bfcl.calls if "." in call.tool.name]
     tools: dict[str, ToolDef] = {}
     for call in dotted:
         tools.setdefault(

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
 
 from callgate.agent._anthropic_schema import input_schema, strict_input_schema
-from tests.agent.corpus import bfcl_calls, bfcl_unique_tools, tau2_tools
+from tests.agent.corpus import Bfcl, CorpusTool
 
 # -- the corpora ----------------------------------------------------------
-
-
-def corpus_tools() -> list[Any]:
-    return [*bfcl_unique_tools(), *tau2_tools()]
 
 
 META = Draft202012Validator(Draft202012Validator.META_SCHEMA)
@@ -23,8 +18,10 @@ META = Draft202012Validator(Draft202012Validator.META_SCHEMA)
 
 
 @pytest.mark.slow
-def test_every_corpus_schema_converts_to_an_input_schema_the_api_accepts() -> None:
-    tools = corpus_tools()
+def test_every_corpus_schema_converts_to_an_input_schema_the_api_accepts(
+    bfcl: Bfcl, tau2: tuple[CorpusTool, ...]
+) -> None:
+    tools = [*bfcl.unique_tools, *tau2]
     assert len(tools) == 3_200 + 72
     strict = 0
     for tool in tools:
@@ -40,9 +37,9 @@ def test_every_corpus_schema_converts_to_an_input_schema_the_api_accepts() -> No
     assert strict == 3_131
 
 
-def test_no_bfcl_ground_truth_call_is_lost_by_the_conversion() -> None:
+def test_no_bfcl_ground_truth_call_is_lost_by_the_conversion(bfcl: Bfcl) -> None:
     checked = lost_to_strict = 0
-    for call in bfcl_calls():
+    for call in bfcl.calls:
         if not Draft202012Validator(call.tool.schema).is_valid(call.arguments):
             continue  # BFCL's answer does not fit its own schema: nothing to keep
         checked += 1

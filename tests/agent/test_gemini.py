@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import traceback
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -35,6 +36,7 @@ from callgate.agent.messages import (
 )
 from callgate.agent.model import ModelError
 from callgate.agent.providers import MissingCredentials
+from tests.agent.corpus import Bfcl
 
 genai = pytest.importorskip("google.genai")
 from google.genai import types  # noqa: E402
@@ -44,6 +46,7 @@ from callgate.agent.gemini import GeminiModel  # noqa: E402
 pytestmark = pytest.mark.anyio
 
 MODEL = "gemini-2.5-flash"
+SECRET_KEY = "test-key-0123456789"
 LONG_NAME = "reporting." + "quarterly_revenue_breakdown_" * 3  # over Gemini's 64 characters
 
 STATUS = ToolDef(
@@ -115,10 +118,10 @@ class Wire:
             return answer(request)
         return answer if isinstance(answer, httpx.Response) else httpx.Response(200, json=answer)
 
-    def model(self) -> GeminiModel:
+    def model(self, api_key: str = "test-key") -> GeminiModel:
         transport = httpx.MockTransport(self.handle)
         options = types.HttpOptions(httpx_async_client=httpx.AsyncClient(transport=transport))
-        return GeminiModel(MODEL, client=genai.Client(api_key="test-key", http_options=options))
+        return GeminiModel(MODEL, client=genai.Client(api_key=api_key, http_options=options))
 
     def body(self, index: int = -1) -> dict[str, Any]:
         sent: dict[str, Any] = json.loads(self.requests[index].content)
@@ -352,27 +355,100 @@ async def test_finish_reasons(answer: dict[str, Any], stop: str, parts: tuple[Te
     assert response.parts == parts
 
 
+def _ask(max_tokens: int = 4096) -> ModelRequest:
+    return ModelRequest(messages=(UserMessage(content="q"),), max_tokens=max_tokens)
+
+
 @pytest.mark.parametrize(
-    ("answer", "retryable", "status"),
+    ("answer", "retryable", "status", "says"),
     [
-        (_error(429, "RESOURCE_EXHAUSTED", "Quota exceeded."), True, 429),
-        (_error(503, "UNAVAILABLE", "The model is overloaded."), True, 503),
-        (_error(500, "INTERNAL", "Internal error."), True, 500),
-        (_error(400, "INVALID_ARGUMENT", "Invalid schema."), False, 400),
-        (_error(403, "PERMISSION_DENIED", "API key not valid."), False, 403),
-        (httpx.ConnectError("connection refused"), True, None),
-        (httpx.ReadTimeout("timed out"), True, None),
+        (
+            _error(429, "RESOURCE_EXHAUSTED", "Quota exceeded."),
+            True,
+            429,
+            "Gemini API error 429 (RESOURCE_EXHAUSTED): Quota exceeded.",
+        ),
+        (
+            _error(503, "UNAVAILABLE", "The model is overloaded."),
+            True,
+            503,
+            "Gemini API error 503 (UNAVAILABLE): The model is overloaded.",
+        ),
+        (_error(500, "INTERNAL", "Internal error."), True, 500, "(INTERNAL): Internal error."),
+        (_error(409, "ABORTED", "Conflict, try again."), True, 409, "(ABORTED): Conflict"),
+        (_error(400, "INVALID_ARGUMENT", "Invalid schema."), False, 400, "Invalid schema."),
+        (_error(403, "PERMISSION_DENIED", "API key not valid."), False, 403, "API key not valid."),
+        (
+            _error(401, "UNAUTHENTICATED", "Request had invalid credentials."),
+            False,
+            401,
+            "Gemini API error 401 (UNAUTHENTICATED): Request had invalid credentials; "
+            "check the API key (GEMINI_API_KEY or GOOGLE_API_KEY)",
+        ),
+        (
+            httpx.ConnectError("connection refused"),
+            True,
+            None,
+            "could not reach the Gemini API (connection error)",
+        ),
+        (httpx.ReadTimeout("timed out"), True, None, "Gemini API request timed out"),
     ],
 )
 async def test_provider_failures_become_model_errors(
-    answer: httpx.Response | Exception, retryable: bool, status: int | None
+    answer: httpx.Response | Exception, retryable: bool, status: int | None, says: str
 ) -> None:
     with pytest.raises(ModelError) as caught:
-        await Wire(answer).model().request(ModelRequest(messages=(UserMessage(content="q"),)))
+        await Wire(answer).model().request(_ask())
     assert caught.value.retryable is retryable
     assert caught.value.status == status
-    if isinstance(answer, httpx.Response):
-        assert answer.json()["error"]["message"] in str(caught.value)
+    assert says in str(caught.value)
+
+
+async def test_a_context_error_says_what_to_lower() -> None:
+    too_long = _error(
+        400,
+        "INVALID_ARGUMENT",
+        "The input token count (1048600) exceeds the maximum number of tokens allowed (1048576).",
+    )
+    with pytest.raises(ModelError) as caught:
+        await Wire(too_long).model().request(_ask(max_tokens=2048))
+    assert "lower the output budget (2048 tokens a request; --max-output-tokens" in str(
+        caught.value
+    )
+    assert not caught.value.retryable and not caught.value.cut_off
+
+
+async def test_the_key_is_in_no_error_text_nor_its_traceback() -> None:
+    # A proxy that echoes the key it was sent.
+    echo = _error(400, "INVALID_ARGUMENT", f"API key {SECRET_KEY} is not valid here.")
+    with pytest.raises(ModelError) as caught:
+        await Wire(echo).model(api_key=SECRET_KEY).request(_ask())
+    assert str(caught.value) == (
+        "Gemini API error 400 (INVALID_ARGUMENT): API key [redacted] is not valid here."
+    )
+    assert SECRET_KEY not in "".join(traceback.format_exception(caught.value))
+
+
+async def test_a_rate_limit_says_when_to_try_again() -> None:
+    limited = _error(429, "RESOURCE_EXHAUSTED", "Quota exceeded.")
+    limited.headers["retry-after"] = "7"
+    with pytest.raises(ModelError) as caught:
+        await Wire(limited).model().request(_ask())
+    assert str(caught.value).endswith("Quota exceeded; try again in 7 s")
+    assert caught.value.retry_after == 7.0
+
+
+async def test_an_unreachable_endpoint_is_a_model_error_with_the_sdks_own_client() -> None:
+    # Without a client of the test's, the SDK sends with httpx2 (installed with the
+    # other providers' SDKs), whose failures are not httpx's.
+    with socket.socket() as sock:  # a port nothing listens on once it is closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    model = GeminiModel(MODEL, api_key="test-key", base_url=f"http://127.0.0.1:{port}")
+    with anyio.fail_after(30), pytest.raises(ModelError) as caught:
+        await model.request(_ask())
+    assert str(caught.value) == "could not reach the Gemini API (connection error)"
+    assert caught.value.retryable is True
 
 
 def test_a_missing_key_names_gemini_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -437,11 +513,9 @@ def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPat
     assert "callgate.agent.gemini" not in sys.modules
 
 
-async def test_every_bfcl_name_round_trips_through_the_sdk() -> None:
-    from tests.agent.corpus import bfcl_unique_tools
-
+async def test_every_bfcl_name_round_trips_through_the_sdk(bfcl: Bfcl) -> None:
     tools: dict[str, ToolDef] = {}
-    for tool in bfcl_unique_tools():  # one declaration per name, as a request holds them
+    for tool in bfcl.unique_tools:  # one declaration per name, as a request holds them
         tools.setdefault(
             tool.name,
             ToolDef(name=tool.name, description=tool.description, input_schema=tool.schema),

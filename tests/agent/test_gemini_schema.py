@@ -10,7 +10,7 @@ import jsonschema_rs
 import pytest
 
 from callgate.agent._gemini_schema import to_gemini_parameters, to_gemini_schema
-from tests.agent.corpus import CorpusTool, bfcl_calls, bfcl_unique_tools, tau2_tools
+from tests.agent.corpus import Bfcl, CorpusTool
 
 types = pytest.importorskip("google.genai.types")
 
@@ -104,8 +104,12 @@ def _declaration(tool: CorpusTool) -> Any:
 
 
 @pytest.mark.parametrize("corpus", ["bfcl", "tau2"])
-def test_every_corpus_schema_becomes_a_declaration_gemini_accepts(corpus: str) -> None:
-    tools = bfcl_unique_tools() if corpus == "bfcl" else tau2_tools()
+def test_every_corpus_schema_becomes_a_declaration_gemini_accepts(
+    corpus: str, request: pytest.FixtureRequest
+) -> None:
+    # Each corpus's own fixture: without its package, only its case is skipped.
+    found = request.getfixturevalue(corpus)
+    tools = found.unique_tools if corpus == "bfcl" else found
     problems: list[str] = []
     without_parameters = 0
     for tool in tools:
@@ -120,10 +124,10 @@ def test_every_corpus_schema_becomes_a_declaration_gemini_accepts(corpus: str) -
     assert without_parameters == sum(1 for t in tools if not t.schema.get("properties"))
 
 
-def test_every_valid_bfcl_call_is_valid_for_the_converted_schema() -> None:
+def test_every_valid_bfcl_call_is_valid_for_the_converted_schema(bfcl: Bfcl) -> None:
     checked, lost = 0, []
     validators: dict[int, Any] = {}
-    for call in bfcl_calls():
+    for call in bfcl.calls:
         if not jsonschema_rs.Draft202012Validator(call.tool.schema).is_valid(call.arguments):
             continue  # BFCL ground truth that its own schema refuses: nothing to keep
         checked += 1
@@ -137,8 +141,10 @@ def test_every_valid_bfcl_call_is_valid_for_the_converted_schema() -> None:
     assert checked > 3000
 
 
-def test_tau2_refs_are_inlined_and_optional_fields_become_nullable() -> None:
-    tool = next(t for t in tau2_tools() if t.name == "book_reservation")
+def test_tau2_refs_are_inlined_and_optional_fields_become_nullable(
+    tau2: tuple[CorpusTool, ...],
+) -> None:
+    tool = next(t for t in tau2 if t.name == "book_reservation")
     converted = _converted(tool)
     assert converted is not None
     assert "$ref" not in str(converted) and "$defs" not in str(converted)
@@ -146,7 +152,7 @@ def test_tau2_refs_are_inlined_and_optional_fields_become_nullable() -> None:
     assert passenger["required"] == ["first_name", "last_name", "dob"]
     assert "title" not in str(converted)
     # pydantic's Optional[str] (anyOf with null, inside a $defs entry) is a nullable string.
-    apn = _converted(next(t for t in tau2_tools() if t.name == "set_apn_settings")) or {}
+    apn = _converted(next(t for t in tau2 if t.name == "set_apn_settings")) or {}
     settings = apn["properties"]["apn_settings"]["anyOf"][0]["properties"]
     assert settings["mms_apn"] == {
         "type": "STRING",

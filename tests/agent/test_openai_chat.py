@@ -8,6 +8,7 @@ building, response parsing and error mapping run.
 from __future__ import annotations
 
 import json
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +33,7 @@ from callgate.agent.messages import (
 from callgate.agent.model import ModelError
 from callgate.agent.names import OPENAI_NAMES
 from callgate.agent.openai_chat import OpenAIChatModel
-from tests.agent.corpus import bfcl_unique_tools
+from tests.agent.corpus import Bfcl
 
 pytestmark = pytest.mark.anyio
 
@@ -389,6 +390,33 @@ async def test_errors_map_to_model_errors(
     assert raised.value.status == status
     assert says in str(raised.value)
     assert KEY[:8] not in str(raised.value) and KEY[-4:] not in str(raised.value)
+    # Nor in the traceback a log would print: the SDK's exception is not chained.
+    assert KEY[:8] not in "".join(traceback.format_exception(raised.value))
+
+
+async def test_a_rate_limit_says_when_to_try_again() -> None:
+    def limited() -> httpx.Response:
+        status, body = error(429, "Rate limit reached.", "requests", "rate_limit_exceeded")
+        return httpx.Response(status, json=body, headers={"retry-after-ms": "1500"})
+
+    model = OpenAIChatModel("gpt-test", client=Wire(limited).client())
+    with pytest.raises(ModelError) as raised:
+        await model.request(ModelRequest(messages=(UserMessage(content="go"),)))
+    assert str(raised.value) == (
+        "OpenAI API error 429 (rate_limit_exceeded): Rate limit reached; try again in 1.5 s"
+    )
+    assert raised.value.retry_after == 1.5
+
+
+async def test_the_placeholder_key_is_no_secret_to_cut_from_a_servers_text() -> None:
+    said = "The field 'reasoning_effort' is unused by this server."
+    answer = error(400, said, "invalid_request_error", None)
+    client = Wire(answer).client(api_key=PLACEHOLDER_KEY, base_url="http://127.0.0.1:8000/v1")
+    with pytest.raises(ModelError) as raised:
+        await OpenAIChatModel("m", client=client).request(
+            ModelRequest(messages=(UserMessage(content="go"),))
+        )
+    assert str(raised.value).endswith(f"/v1/chat/completions: {said}")
 
 
 async def test_unreachable_server_is_a_retryable_error() -> None:
@@ -446,10 +474,10 @@ def test_without_the_sdk_the_error_names_the_extra(monkeypatch: pytest.MonkeyPat
         importlib.import_module("callgate.agent.openai_chat")
 
 
-def test_every_bfcl_name_maps_to_an_openai_name_and_back() -> None:
+def test_every_bfcl_name_maps_to_an_openai_name_and_back(bfcl: Bfcl) -> None:
     tools = tuple(
         ToolDef(name=name, description="", input_schema={"type": "object"})
-        for name in sorted({t.name for t in bfcl_unique_tools()})
+        for name in sorted({t.name for t in bfcl.unique_tools})
     )
     dotted = [t.name for t in tools if "." in t.name]
     assert len(dotted) == 871  # distinct names (1,289 of the 3,200 tools)

@@ -7,6 +7,7 @@ The fixtures are Responses JSON as OpenAI documents it (``input`` items out,
 from __future__ import annotations
 
 import json
+import traceback
 from typing import Any
 
 import httpx
@@ -38,13 +39,16 @@ KEY = "sk-test-fedcba9876543210"
 class Wire:
     """Answers the SDK's requests with fixtures, in order, and keeps what it sent."""
 
-    def __init__(self, *answers: tuple[int, dict[str, Any]]) -> None:
+    def __init__(self, *answers: tuple[int, dict[str, Any]] | httpx.Response) -> None:
         self.answers = list(answers)
         self.requests: list[httpx.Request] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
-        status, body = self.answers.pop(0)
+        answer = self.answers.pop(0)
+        if isinstance(answer, httpx.Response):
+            return answer
+        status, body = answer
         return httpx.Response(status, json=body)
 
     @property
@@ -337,6 +341,36 @@ async def test_http_errors_map_to_model_errors(
     assert (raised.value.status, raised.value.retryable) == (status, retryable)
     assert f"OpenAI API error {status}" in str(raised.value)
     assert KEY[:8] not in str(raised.value) and KEY[-4:] not in str(raised.value)
+    # Nor in the traceback a log would print: the SDK's exception is not chained.
+    assert KEY[:8] not in "".join(traceback.format_exception(raised.value))
+
+
+async def test_a_rate_limit_says_when_to_try_again() -> None:
+    body = {"error": {"message": "Rate limit reached.", "type": "requests", "code": None}}
+    limited = httpx.Response(429, json=body, headers={"retry-after": "30"})
+    model = OpenAIResponsesModel("gpt-test", client=Wire(limited).client())
+    with pytest.raises(ModelError) as raised:
+        await model.request(ModelRequest(messages=(UserMessage(content="go"),)))
+    assert (
+        str(raised.value)
+        == "OpenAI API error 429 (requests): Rate limit reached; try again in 30 s"
+    )
+    assert raised.value.retry_after == 30.0
+
+
+async def test_a_context_error_says_what_to_lower() -> None:
+    body = {
+        "error": {
+            "message": "Your input exceeds the context window of this model.",
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded",
+        }
+    }
+    model = OpenAIResponsesModel("gpt-test", client=Wire((400, body)).client())
+    with pytest.raises(ModelError) as raised:
+        await model.request(ModelRequest(messages=(UserMessage(content="go"),), max_tokens=900))
+    assert "lower the output budget (900 tokens a request" in str(raised.value)
+    assert not raised.value.retryable and not raised.value.cut_off
 
 
 async def test_compatible_server_by_base_url_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:

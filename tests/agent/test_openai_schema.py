@@ -10,7 +10,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from callgate.agent._openai_schema import JSON_TEXT_NOTE, loose_schema, strict_schema
-from tests.agent.corpus import CorpusTool, bfcl_calls, bfcl_unique_tools, tau2_tools
+from tests.agent.corpus import Bfcl, CorpusTool
 
 
 def _objects(node: Any) -> Iterator[Mapping[str, Any]]:
@@ -73,13 +73,11 @@ STRICT_KEYWORDS = {
 """What OpenAI's strict mode accepts."""
 
 
-def _all_tools() -> tuple[CorpusTool, ...]:
-    return bfcl_unique_tools() + tau2_tools()
-
-
 @pytest.mark.slow
-def test_every_corpus_schema_converts_strict_and_loose() -> None:
-    tools = _all_tools()
+def test_every_corpus_schema_converts_strict_and_loose(
+    bfcl: Bfcl, tau2: tuple[CorpusTool, ...]
+) -> None:
+    tools = bfcl.unique_tools + tau2
     assert len(tools) == 3200 + 72
     json_text_tools = 0
     for tool in tools:
@@ -99,8 +97,8 @@ def test_every_corpus_schema_converts_strict_and_loose() -> None:
     assert json_text_tools == 144
 
 
-def test_loose_schema_passes_the_schema_through() -> None:
-    tool = next(t for t in tau2_tools() if "$defs" in t.schema)
+def test_loose_schema_passes_the_schema_through(tau2: tuple[CorpusTool, ...]) -> None:
+    tool = next(t for t in tau2 if "$defs" in t.schema)
     assert loose_schema(tool.schema) == tool.schema
     assert loose_schema({}) == {"type": "object", "properties": {}}
 
@@ -133,8 +131,8 @@ def _declared_only(value: Any, schema: Any) -> Any:
     return value
 
 
-def test_every_bfcl_ground_truth_call_survives_strict_mode() -> None:
-    calls = bfcl_calls()
+def test_every_bfcl_ground_truth_call_survives_strict_mode(bfcl: Bfcl) -> None:
+    calls = bfcl.calls
     assert len(calls) == 3302
     compiled: dict[int, Any] = {}
     tally = {"as given": 0, "nulls omitted": 0, "extra keys": 0, "invalid in BFCL": 0}
@@ -172,8 +170,10 @@ def test_every_bfcl_ground_truth_call_survives_strict_mode() -> None:
     }
 
 
-def test_tau2_calls_with_optional_and_nested_fields_map_back() -> None:
-    tools = {t.name: t for t in tau2_tools()}
+def test_tau2_calls_with_optional_and_nested_fields_map_back(
+    tau2: tuple[CorpusTool, ...],
+) -> None:
+    tools = {t.name: t for t in tau2}
     book = tools["book_reservation"]
     strict = strict_schema(book.schema)
     arguments = {

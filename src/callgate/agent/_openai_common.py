@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
+from callgate.agent import _failures as failures
+from callgate.agent._failures import Api, Failure, retry_after
 from callgate.agent._openai_schema import StrictSchema, loose_schema, strict_schema
 from callgate.agent.messages import (
     AssistantMessage,
@@ -40,9 +41,6 @@ PLACEHOLDER_KEY = "unused"
 """Sent to an OpenAI-compatible server when no key is given: the SDK requires one,
 local servers (vLLM, llama.cpp, Ollama) ignore it."""
 ERROR_PREFIX = "ERROR: "
-
-# What an OpenAI key looks like, masked or not ("sk-abc***xyz"): never in an error text.
-_KEY_TEXT = re.compile(r"\bsk-[A-Za-z0-9_*.-]+")
 
 
 def make_client(
@@ -112,11 +110,22 @@ def is_compatible(base_url: str) -> bool:
     return urlsplit(base_url).hostname != OPENAI_HOST
 
 
+OPENAI_API = Api(
+    name="OpenAI API", key_variable=API_KEY_ENV, names_url="unanswered", auth_text_quotes_key=True
+)
+COMPATIBLE_SERVER = Api(
+    # OPENAI_API_KEY is OpenAI's and not sent to another host: the 401 names none.
+    name="OpenAI-compatible server",
+    names_url="always",
+    auth_text_quotes_key=True,
+)
+
+
 def unreadable(error: Exception, *, compatible: bool) -> ModelError:
     """The error for an answer in a shape the API never has: the run fails (and is
     saved) with what was wrong, rather than with a traceback."""
-    api = "OpenAI-compatible server" if compatible else "OpenAI API"
-    return ModelError(f"the {api}'s answer could not be read ({type(error).__name__}: {error})")
+    failure = Failure(kind="unreadable", detail=f"{type(error).__name__}: {error}")
+    return failures.model_error(COMPATIBLE_SERVER if compatible else OPENAI_API, failure)
 
 
 def model_error(
@@ -126,97 +135,35 @@ def model_error(
     compatible: bool,
     max_tokens: int | None = None,
 ) -> ModelError:
-    """``error`` as the loop sees it: retryable for rate limits, overload, 5xx,
-    timeouts and connection errors; the text never holds the key.
-
-    The URL that was tried (without credentials, query or fragment) is named when
-    the server could not be reached or did not answer in time, and in every error
-    of an OpenAI-compatible server: the user chose that URL, and a typo in it is
-    the usual reason.
-    """
-    status: int | None = None
-    cut_off = False
-    url = _request_url(error)
-    api = "OpenAI-compatible server" if compatible else "OpenAI API"
-    at = f" at {url}" if url else ""
-    if isinstance(error, openai.APIStatusError):
-        status = error.status_code
-        code, detail = _error_body(error.body)
-        message = f"{api} error {status}" + (f" ({code})" if code else "")
-        message += at if compatible else ""
-        if status == 401:
-            # The API's text quotes the key it refused (masked, but still part of it).
-            message += ": authentication failed; check the API key"
-            message += "" if compatible else f" ({API_KEY_ENV})"
-        else:
-            message += f": {detail or error.message}"
-        if status == 400 and _context_exceeded(code, detail):
-            # A prompt as long as the whole window grew while the model wrote: no
-            # smaller budget or shorter conversation would have helped.
-            cut_off = _answer_filled(detail)
-            hint = _FILLED_HINT if cut_off else _CONTEXT_HINT.format(max_tokens=max_tokens or "?")
-            message = message.rstrip(".") + hint
-        # The SDK's own retry policy: request timeout, lock timeout, rate limit, 5xx.
-        retryable = status in (408, 409, 429) or status >= 500
-    elif isinstance(error, openai.APITimeoutError):
-        message, retryable = f"{api} request{at} timed out", True
-    elif isinstance(error, openai.APIConnectionError):
-        message, retryable = f"could not reach the {api}{at} (connection error)", True
-    else:  # a response the SDK could not read
-        message, retryable = f"{api} error: {error.message}", False
-    if api_key:
-        message = message.replace(api_key, "[redacted]")
-    return ModelError(
-        _KEY_TEXT.sub("[redacted]", message), retryable=retryable, status=status, cut_off=cut_off
-    )
-
-
-_CONTEXT_HINT = (
-    ". The request does not fit the model's context window: lower the output "
-    "budget ({max_tokens} tokens a request; --max-output-tokens, or "
-    "RunLimits(max_tokens_per_request=...)), or start a shorter conversation "
-    "or offer fewer tools"
-)
-_CONTEXT_WORDS = re.compile(r"context (length|window|size)|maximum context", re.IGNORECASE)
-
-
-_FILLED_HINT = (
-    ". The model's answer filled the whole context window before it ended: the server "
-    "does not hold what the model writes to the output budget (llama-cpp-python's "
-    "chatml-function-calling does not, while it writes a tool call's arguments), and "
-    "a small model may never close a string"
-)
-_WINDOW = re.compile(r"maximum context length is (\d+)")
-_IN_MESSAGES = re.compile(r"(\d+) in the messages")
-
-
-def _answer_filled(detail: str | None) -> bool:
-    """Whether a context error says the prompt alone is the whole window: llama-cpp-
-    python's when the model wrote (a tool call's arguments) until the context ended,
-    which no smaller output budget or shorter conversation would have avoided."""
-    window = _WINDOW.search(detail or "")
-    prompt = _IN_MESSAGES.search(detail or "")
-    return bool(window and prompt and int(prompt.group(1)) >= int(window.group(1)))
-
-
-def _context_exceeded(code: str | None, detail: str | None) -> bool:
-    """OpenAI and llama.cpp send the code ``context_length_exceeded``; vLLM a 400
-    whose text speaks of the maximum context length."""
-    return code == "context_length_exceeded" or bool(detail and _CONTEXT_WORDS.search(detail))
-
-
-def _request_url(error: openai.APIError) -> str | None:
-    """The URL ``error``'s request went to, without credentials, query or fragment."""
+    """``error`` as the loop sees it (:mod:`callgate.agent._failures`): the URL
+    tried is named when no answer came, and in every error of an OpenAI-compatible
+    server, the user's choice of URL (a typo in it is the usual reason)."""
     request = getattr(error, "request", None)
-    raw = getattr(request, "url", None)
-    if raw is None:
-        return None
-    parts = urlsplit(str(raw))
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    url = str(request.url) if request is not None else None
+    failure: Failure
+    if isinstance(error, openai.APIStatusError):
+        code, detail = _error_body(error.body)
+        failure = Failure(
+            kind="status",
+            status=error.status_code,
+            code=code,
+            detail=detail or error.message,
+            url=url,
+            retry_after=retry_after(error.response.headers),
+        )
+    elif isinstance(error, openai.APITimeoutError):  # a kind of connection error: first
+        failure = Failure(kind="timeout", url=url)
+    elif isinstance(error, openai.APIConnectionError):
+        failure = Failure(kind="connection", url=url)
+    else:  # a response the SDK could not read
+        failure = Failure(kind="unreadable", detail=error.message)
+    return failures.model_error(
+        COMPATIBLE_SERVER if compatible else OPENAI_API,
+        failure,
+        # The placeholder is no secret, and redacting it would cut the word from texts.
+        secrets=() if api_key == PLACEHOLDER_KEY else (api_key,),
+        max_tokens=max_tokens,
+    )
 
 
 def _error_body(body: object) -> tuple[str | None, str | None]:

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from callgate.agent._anthropic_schema import input_schema, strict_input_schema
+from callgate.agent._failures import Api, Failure, model_error, retry_after
 from callgate.agent.messages import (
     AssistantMessage,
     ForcedTool,
@@ -72,6 +73,7 @@ __all__ = ["AnthropicModel"]
 log = logging.getLogger(__name__)
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
+ANTHROPIC_API = Api(name="Anthropic API", key_variable=API_KEY_ENV)
 
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn",
@@ -134,7 +136,7 @@ class AnthropicModel:
         Raises:
             ModelError: the API refused the request or could not be reached;
                 ``retryable`` for rate limits, overload, 5xx, timeouts and
-                connection errors.
+                connection errors (:mod:`callgate.agent._failures`).
         """
         names = _name_map(request)
         tools = [_tool_param(tool, names) for tool in request.tools]
@@ -160,7 +162,12 @@ class AnthropicModel:
             )
         except anthropic.APIError as error:
             # Not chained: the SDK's exception carries the request, headers and all.
-            raise _model_error(error, self._client.api_key, self._client.auth_token) from None
+            raise model_error(
+                ANTHROPIC_API,
+                _failure(error),
+                secrets=(self._client.api_key, self._client.auth_token),
+                max_tokens=request.max_tokens,
+            ) from None
         return response_from(response, names)
 
 
@@ -305,25 +312,21 @@ def response_from(response: AnthropicMessage, names: NameMap) -> ModelResponse:
     )
 
 
-def _model_error(error: anthropic.APIError, *secrets: str | None) -> ModelError:
-    status: int | None = None
+def _failure(error: anthropic.APIError) -> Failure:
     if isinstance(error, anthropic.APIStatusError):
-        status = error.status_code
         kind, detail = _error_body(error.body)
-        message = f"Anthropic API error {status}" + (f" ({kind})" if kind else "")
-        message += f": {detail or error.message}"
-        # The SDK's own retry policy: request timeout, lock timeout, rate limit, 5xx.
-        retryable = status in (408, 409, 429) or status >= 500
-    elif isinstance(error, anthropic.APITimeoutError):
-        message, retryable = "Anthropic API request timed out", True
-    elif isinstance(error, anthropic.APIConnectionError):
-        message, retryable = "could not reach the Anthropic API (connection error)", True
-    else:  # a response the SDK could not read
-        message, retryable = f"Anthropic API error: {error.message}", False
-    for secret in secrets:
-        if secret:
-            message = message.replace(secret, "[redacted]")
-    return ModelError(message, retryable=retryable, status=status)
+        return Failure(
+            kind="status",
+            status=error.status_code,
+            code=kind,
+            detail=detail or error.message,
+            retry_after=retry_after(error.response.headers),
+        )
+    if isinstance(error, anthropic.APITimeoutError):  # a kind of connection error: first
+        return Failure(kind="timeout")
+    if isinstance(error, anthropic.APIConnectionError):
+        return Failure(kind="connection")
+    return Failure(kind="unreadable", detail=error.message)
 
 
 def _error_body(body: object) -> tuple[str | None, str | None]:

@@ -31,12 +31,15 @@ signatures this adapter remembers.
 from __future__ import annotations
 
 import base64
+import importlib
+import importlib.util
 import json
 import os
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from callgate.agent._failures import Api, Failure, model_error, retry_after
 from callgate.agent._gemini_schema import to_gemini_parameters
 from callgate.agent.messages import (
     AssistantMessage,
@@ -53,12 +56,10 @@ from callgate.agent.messages import (
     Usage,
     UserMessage,
 )
-from callgate.agent.model import ModelError
 from callgate.agent.names import GEMINI_NAMES, NameMap
 from callgate.agent.providers import MissingCredentials
 
 try:
-    import httpx
     from google import genai
     from google.genai import errors, types
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -66,10 +67,21 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "callgate.agent.gemini needs the google-genai SDK: pip install 'callgate[gemini]'"
     ) from exc
 
+# The SDK sends with httpx2 where it is installed (the Anthropic and OpenAI SDKs
+# bring it), else with httpx: its failures to connect are of either's classes.
+_HTTPX_MODULES: tuple[Any, ...] = tuple(
+    importlib.import_module(name) for name in ("httpx", "httpx2") if importlib.util.find_spec(name)
+)
+_TIMEOUTS: tuple[type[Exception], ...] = tuple(m.TimeoutException for m in _HTTPX_MODULES)
+_FAILURES: tuple[type[Exception], ...] = (
+    errors.APIError,
+    *(m.TransportError for m in _HTTPX_MODULES),
+)
+
 __all__ = ["GeminiModel"]
 
 _KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-_RETRYABLE_STATUS = frozenset({408, 429})
+GEMINI_API = Api(name="Gemini API", key_variable=" or ".join(_KEY_VARIABLES))
 _SIGNATURES_KEPT = 4096
 """Signatures remembered per model: far more calls than one run's history holds."""
 
@@ -131,6 +143,7 @@ class GeminiModel:
             options = types.HttpOptions(base_url=base_url) if base_url else None
             client = genai.Client(api_key=key, vertexai=False, http_options=options)
         self._client = client
+        self._secrets = (getattr(getattr(client, "_api_client", None), "api_key", None),)
         self._signatures: OrderedDict[tuple[str, str, str], bytes] = OrderedDict()
 
     async def request(self, request: ModelRequest) -> ModelResponse:
@@ -138,7 +151,8 @@ class GeminiModel:
 
         Raises:
             ModelError: the API refused the request (4xx: not retryable, but
-                408 and 429 are; 5xx: retryable) or could not be reached (retryable).
+                408, 409 and 429 are; 5xx: retryable) or could not be reached
+                (retryable); see :mod:`callgate.agent._failures`.
         """
         names = NameMap(_names_in(request), GEMINI_NAMES)
         try:
@@ -147,17 +161,12 @@ class GeminiModel:
                 contents=[self._content(m, names) for m in request.messages if _has_parts(m)],
                 config=_config(request, names),
             )
-        except errors.APIError as exc:
-            code = exc.code if isinstance(exc.code, int) else None
-            retryable = code is not None and (code in _RETRYABLE_STATUS or code >= 500)
-            detail = exc.message or exc.status or "no details"
-            raise ModelError(
-                f"Gemini API error {code}: {detail}", retryable=retryable, status=code
-            ) from exc
-        except httpx.TimeoutException as exc:
-            raise ModelError("Gemini API timed out", retryable=True) from exc
-        except httpx.TransportError as exc:
-            raise ModelError(f"Gemini API unreachable: {exc}", retryable=True) from exc
+        except _FAILURES as exc:
+            # Not chained: the SDK's exception carries the response, and the
+            # request with its key header.
+            raise model_error(
+                GEMINI_API, _failure(exc), secrets=self._secrets, max_tokens=request.max_tokens
+            ) from None
         return self._response(response, names)
 
     # -- to Gemini ------------------------------------------------------------
@@ -351,3 +360,16 @@ def _stored_signature(call: ToolCall) -> bytes | None:
 
 def _signature_key(call_id: str, name: str, args: Mapping[str, Any]) -> tuple[str, str, str]:
     return call_id, name, json.dumps(args, sort_keys=True, default=str)
+
+
+def _failure(exc: Exception) -> Failure:
+    if isinstance(exc, errors.APIError):
+        headers = getattr(exc.response, "headers", None)
+        return Failure(
+            kind="status",
+            status=exc.code if isinstance(exc.code, int) else None,
+            code=exc.status,
+            detail=exc.message,
+            retry_after=retry_after(headers if isinstance(headers, Mapping) else None),
+        )
+    return Failure(kind="timeout" if isinstance(exc, _TIMEOUTS) else "connection")

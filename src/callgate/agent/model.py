@@ -48,6 +48,7 @@ class ModelError(Exception):
         retryable: bool = False,
         status: int | None = None,
         cut_off: bool = False,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
@@ -55,6 +56,9 @@ class ModelError(Exception):
         self.cut_off = cut_off
         """The model's own answer filled the context and the server refused to go on:
         a cut-off answer, as with the output limit (the loop stops the run)."""
+        self.retry_after = retry_after
+        """Seconds the provider asked to wait before trying again (its
+        ``Retry-After``), when it said and the error is retryable."""
 
 
 class ScriptExhausted(RuntimeError):
