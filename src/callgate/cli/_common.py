@@ -145,7 +145,7 @@ async def opened(gate: Gate) -> AsyncIterator[Gate]:
     except Exception as exc:  # connection refused, bad credentials, missing driver, ...
         hint = " (install callgate[postgres])" if isinstance(exc, ModuleNotFoundError) else ""
         raise CliError(
-            f"cannot open the store {safe_url(gate.store.url)}: {type(exc).__name__}: {exc}{hint}"
+            f"cannot open the store {safe_url(gate.store_url)}: {type(exc).__name__}: {exc}{hint}"
         ) from None
     try:
         yield gate

@@ -222,7 +222,7 @@ def startup_summary(gate: Gate, who: Principal) -> list[str]:
     counts = Counter(spec.toolbox for spec in gate.tools())
     boxes = ", ".join(f"{name} ({n} tool{'s' if n != 1 else ''})" for name, n in counts.items())
     return [
-        f"store: {safe_url(gate.store.url)}",
+        f"store: {safe_url(gate.store_url)}",
         f"principal: {describe_principal(who)}",
         f"toolboxes: {boxes}",
     ]

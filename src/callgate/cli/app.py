@@ -129,7 +129,7 @@ def audit(
     if tail is not None:
         calls = calls[-tail:]
     if not calls:
-        where = safe_url(gate.store.url) + (f" for {call_id}" if call_id else "")
+        where = safe_url(gate.store_url) + (f" for {call_id}" if call_id else "")
         out.print(f"No audit records in {where}")
         return
     render.print_audit(out, calls)
@@ -146,7 +146,7 @@ def audit(
 
 async def _audit(gate: Gate, *, tail: int | None, call_id: str | None) -> list[AuditRecord]:
     async with opened(gate):
-        return await gate.store.list_audit(tail=tail, call_id=call_id)
+        return await gate.audit(tail=tail, call_id=call_id)
 
 
 # demo ------------------------------------------------------------------------

@@ -177,5 +177,5 @@ async def _call(
             timeout=timeout,
         )
         # Dropped trusted fields are operator facts: only the audit record has them.
-        records = await gate.store.list_audit(call_id=envelope.call_id) if with_audit else []
+        records = await gate.audit(call_id=envelope.call_id) if with_audit else []
     return envelope, records

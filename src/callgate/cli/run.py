@@ -405,7 +405,7 @@ class _Started:
 
 
 async def _started(gate: Gate, run_id: str) -> _Started:
-    record = await gate.store.get_run(run_id)
+    record = await (await gate.runs()).get_run(run_id)
     if record is None:
         raise CliError(f"no agent run {run_id!r}")
     state = record.state
