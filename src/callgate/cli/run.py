@@ -42,7 +42,7 @@ from callgate.cli._context import (
     config_path,
     demo_state_if,
     load,
-    local_principal,
+    principal_from_options,
     store_option,
 )
 
@@ -347,14 +347,13 @@ def run(
         )
         with demo_state_if(serves_demo, cfg.store_url(store)):
             gate = cfg.build_gate(store)
-            who = local_principal(
+            who = principal_from_options(
                 gate,
-                cfg,
+                cfg.principal,
                 user=principal,
                 tenant=tenant,
                 scopes=scopes,
                 roles=roles,
-                demo=serves_demo,
             )
             out = console()
             result = asyncio.run(
