@@ -10,6 +10,7 @@ require, and no roles. :func:`callgate.config.local_principal` is that rule.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections import Counter
@@ -72,6 +73,18 @@ def load(ctx: typer.Context, config: Path | None, *, demo_default: bool = True) 
 def store_option(ctx: typer.Context, store: str | None) -> str | None:
     """The command's ``--store``, else the root command's."""
     return store or root_options(ctx).store
+
+
+def store_gate(ctx: typer.Context, store: str | None, config: Path | None) -> Gate:
+    """A gate on the store the options name, serving no tools, for the commands
+    that only read or write the store (``audit``, ``approvals``): no toolbox is
+    imported (no tool code runs) and no secret is read; ``--config`` gives the store.
+
+    Raises:
+        ConfigError: the config file or the store URL cannot be used.
+    """
+    cfg = load(ctx, config, demo_default=False)
+    return dataclasses.replace(cfg, toolboxes=(), secrets={}).build_gate(store_option(ctx, store))
 
 
 def demo_state_file(store_url: str) -> Path | None:
