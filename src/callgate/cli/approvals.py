@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -29,6 +28,7 @@ from callgate.cli._common import (
     opened,
     print_json,
     split_list,
+    visible,
 )
 from callgate.cli._context import store_gate
 
@@ -36,6 +36,10 @@ if TYPE_CHECKING:
     from callgate.contract import Principal
     from callgate.runtime.gate import Gate
     from callgate.store import ApprovalRecord
+
+# visible() lives in _common so that the views need not import this module, which imports
+# them; it stays importable from here, where it was first written.
+__all__ = ["StateFilter", "approvals_app", "visible"]
 
 approvals_app = typer.Typer(
     name="approvals",
@@ -269,32 +273,3 @@ def _print_decision(record: ApprovalRecord, *, as_json: bool) -> None:
     from callgate.cli._approvals_view import print_decision
 
     print_decision(console(), record)
-
-
-# readable forms (drawn by ``_approvals_view``) -------------------------------------
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Mn", "Me", "Zl", "Zp"})
-_BLANK_LETTERS = frozenset({"\u115f", "\u1160", "\u3164", "\uffa0"})
-"""Letters that render as nothing (Hangul fillers)."""
-
-
-def visible(text: str) -> str:
-    """``text`` with everything that could hide or disguise content escaped.
-
-    Arguments come from a model; a terminal must not be made to hide, reorder or
-    smuggle any part of what a person approves: control and format characters
-    (ANSI escapes, bidi overrides), combining marks and variation selectors
-    (which can carry hidden bytes), line/paragraph separators, unassigned and
-    private-use code points, and blank letters are shown as ``\\uXXXX``.
-    Newlines and ordinary non-ASCII text stay as they are.
-    """
-    out = []
-    for ch in text:
-        hidden = ch != "\n" and (
-            unicodedata.category(ch) in _HIDDEN_CATEGORIES
-            or ch in _BLANK_LETTERS
-            or (ch != " " and ch.isspace())
-        )
-        out.append(
-            (f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}") if hidden else ch
-        )
-    return "".join(out)
