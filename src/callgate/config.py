@@ -41,8 +41,8 @@ a SQLite ``store``) are relative to the config file, and modules are imported
 with the config file's directory first on ``sys.path``. Where the store comes
 from, first match wins: the ``--store`` option, ``$CALLGATE_STORE``, the file's
 ``store``, the user's data directory. ``[principal]`` is who ``callgate serve``,
-``run`` and ``call`` act for when their options do not say; ``[mcp]`` how
-``callgate serve`` names the tools.
+``run`` and ``call`` act for when their options do not say (the rule is
+:func:`local_principal`'s); ``[mcp]`` how ``callgate serve`` names the tools.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ import importlib.util
 import os
 import sys
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -77,10 +77,15 @@ __all__ = [
     "PrincipalDefaults",
     "default_config",
     "load_config",
+    "local_principal",
 ]
 
 DEMO_TOOLBOXES = "callgate.demo:toolboxes"
 DEMO_POLICY = "callgate.demo:demo_policy"
+DEMO_TENANT = "acme"
+"""The tenant of the built-in demo config's ``[principal]``: the demo's data is acme's."""
+DEFAULT_USER = "local"
+"""The local principal's user when neither a command's options nor ``[principal]`` name one."""
 _BUILTIN_LABEL = "<built-in demo config>"
 
 _LIMIT_FIELDS = tuple(f.name for f in dataclasses.fields(Limits))
@@ -178,9 +183,7 @@ class McpConfig:
 class PrincipalDefaults:
     """Who the CLI's calls are made for when its options do not say (``[principal]``).
 
-    ``None`` means "not set here": the command's own default applies (user
-    ``local``; the demo's tenant with the demo tools; every scope the tools
-    require; no roles).
+    ``None`` means "not set here": :func:`local_principal`'s default applies.
     """
 
     user: str | None = None
@@ -335,7 +338,54 @@ def default_config() -> GateConfig:
         policy = policy()
     if not isinstance(policy, Policy):
         raise ConfigError(f"{_BUILTIN_LABEL}: policy: {DEMO_POLICY} is not a Policy")
-    return GateConfig(toolboxes=(DEMO_TOOLBOXES,), policy=policy)
+    # The demo's data belongs to one tenant: without it, its tools refuse every call.
+    return GateConfig(
+        toolboxes=(DEMO_TOOLBOXES,),
+        policy=policy,
+        principal=PrincipalDefaults(tenant=DEMO_TENANT),
+    )
+
+
+def local_principal(
+    gate: Gate,
+    defaults: PrincipalDefaults | None = None,
+    *,
+    user: str | None = None,
+    tenant: str | None = None,
+    scopes: Iterable[str] | None = None,
+    roles: Iterable[str] | None = None,
+    attributes: Mapping[str, Any] | None = None,
+) -> Principal:
+    """The local principal: who calls are made for where nobody authenticates.
+
+    ``callgate call``, ``serve`` and ``run`` (and :func:`callgate.mcp.default_principal`)
+    act for one principal, built here and nowhere else. Each value is the given one
+    (a command's option; ``None``: not given), else the one in ``defaults`` (the
+    config file's ``[principal]``), else:
+
+    - user: ``local``;
+    - tenant: none (the built-in demo config's ``[principal]`` names ``acme``,
+      so without ``--config`` it is ``acme``);
+    - scopes: every scope a tool, resource or prompt of ``gate`` requires
+      (:meth:`Gate.required_scopes`), so everything served can be used;
+    - roles: none;
+    - attributes: ``defaults``' updated with ``attributes`` (they win).
+
+    Raises:
+        InvalidIdentity: a value is no identity (empty, control characters).
+    """
+    defaults = defaults or PrincipalDefaults()
+    if scopes is None:
+        scopes = defaults.scopes if defaults.scopes is not None else gate.required_scopes()
+    if roles is None:
+        roles = defaults.roles or ()
+    return Principal(
+        user if user is not None else defaults.user or DEFAULT_USER,
+        tenant if tenant is not None else defaults.tenant,
+        scopes=scopes,
+        roles=roles,
+        attributes={**defaults.attributes, **(attributes or {})},
+    )
 
 
 # Validation helpers ------------------------------------------------------------
@@ -417,7 +467,7 @@ def _build_principal(raw: _PrincipalFile, label: str) -> PrincipalDefaults:
     )
     try:  # refused now, with the file's name, rather than by the first command
         Principal(
-            defaults.user if defaults.user is not None else "local",
+            defaults.user if defaults.user is not None else DEFAULT_USER,
             defaults.tenant,
             scopes=defaults.scopes or (),
             roles=defaults.roles or (),

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from callgate.access import describe_approvers
-from callgate.cli.approvals import visible
+from callgate.cli._common import visible
 from callgate.cli.render import WARNING, render_envelope
 from callgate.runtime.approvals import effective_state
 from callgate.runtime.envelope import Envelope

@@ -1,4 +1,5 @@
-"""Plumbing shared by the commands: input parsing, stores, exit codes and the CLI's errors.
+"""Plumbing shared by the commands: input parsing, stores, exit codes, the CLI's errors
+and text made safe to print.
 
 Exit codes, the same for every command:
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sys
+import unicodedata
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -133,6 +135,34 @@ def safe_url(url: str) -> str:
         return url
 
 
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Mn", "Me", "Zl", "Zp"})
+_BLANK_LETTERS = frozenset({"\u115f", "\u1160", "\u3164", "\uffa0"})
+"""Letters that render as nothing (Hangul fillers)."""
+
+
+def visible(text: str) -> str:
+    """``text`` with everything that could hide or disguise content escaped.
+
+    Arguments come from a model; a terminal must not be made to hide, reorder or
+    smuggle any part of what a person approves: control and format characters
+    (ANSI escapes, bidi overrides), combining marks and variation selectors
+    (which can carry hidden bytes), line/paragraph separators, unassigned and
+    private-use code points, and blank letters are shown as ``\\uXXXX``.
+    Newlines and ordinary non-ASCII text stay as they are.
+    """
+    out = []
+    for ch in text:
+        hidden = ch != "\n" and (
+            unicodedata.category(ch) in _HIDDEN_CATEGORIES
+            or ch in _BLANK_LETTERS
+            or (ch != " " and ch.isspace())
+        )
+        out.append(
+            (f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}") if hidden else ch
+        )
+    return "".join(out)
+
+
 @asynccontextmanager
 async def opened(gate: Gate) -> AsyncIterator[Gate]:
     """Open ``gate`` (its store) and close it on exit, so audit records are flushed.
@@ -145,7 +175,7 @@ async def opened(gate: Gate) -> AsyncIterator[Gate]:
     except Exception as exc:  # connection refused, bad credentials, missing driver, ...
         hint = " (install callgate[postgres])" if isinstance(exc, ModuleNotFoundError) else ""
         raise CliError(
-            f"cannot open the store {safe_url(gate.store.url)}: {type(exc).__name__}: {exc}{hint}"
+            f"cannot open the store {safe_url(gate.store_url)}: {type(exc).__name__}: {exc}{hint}"
         ) from None
     try:
         yield gate

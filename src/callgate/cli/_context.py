@@ -3,12 +3,14 @@
 One rule for every command that makes calls (``call``, ``serve``, ``run``): the
 calls are made for one local principal (there is no authentication yet), from
 the command's options, else the config file's ``[principal]``, else user
-``local``, the demo's tenant when the demo tools are served, every scope the
-served tools require, and no roles.
+``local``, no tenant (``acme`` with the demo tools: the demo config's
+``[principal]`` names it), every scope the served tools, resources and prompts
+require, and no roles. :func:`callgate.config.local_principal` is that rule.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections import Counter
@@ -23,10 +25,12 @@ import typer
 from callgate.cli._common import safe_url, split_list
 
 if TYPE_CHECKING:
-    from callgate.config import GateConfig
+    from callgate.config import GateConfig, PrincipalDefaults
     from callgate.contract import Principal
     from callgate.runtime.gate import Gate
 
+# Restated from callgate.config for the options' help, so that ``callgate --help``
+# need not import it (and SQLAlchemy with it); a test holds them equal.
 DEMO_TENANT = "acme"
 """The tenant of the local principal when the demo tools are served."""
 DEFAULT_USER = "local"
@@ -69,6 +73,18 @@ def load(ctx: typer.Context, config: Path | None, *, demo_default: bool = True) 
 def store_option(ctx: typer.Context, store: str | None) -> str | None:
     """The command's ``--store``, else the root command's."""
     return store or root_options(ctx).store
+
+
+def store_gate(ctx: typer.Context, store: str | None, config: Path | None) -> Gate:
+    """A gate on the store the options name, serving no tools, for the commands
+    that only read or write the store (``audit``, ``approvals``): no toolbox is
+    imported (no tool code runs) and no secret is read; ``--config`` gives the store.
+
+    Raises:
+        ConfigError: the config file or the store URL cannot be used.
+    """
+    cfg = load(ctx, config, demo_default=False)
+    return dataclasses.replace(cfg, toolboxes=(), secrets={}).build_gate(store_option(ctx, store))
 
 
 def demo_state_file(store_url: str) -> Path | None:
@@ -151,7 +167,7 @@ ScopesOption = Annotated[
         "--scopes",
         metavar="a,b",
         help="The principal's scopes, comma-separated; default: principal.scopes in "
-        "the config file, else every scope the tools require.",
+        "the config file, else every scope the tools, resources and prompts require.",
         show_default=False,
     ),
 ]
@@ -167,45 +183,43 @@ RolesOption = Annotated[
 ]
 
 
-def local_principal(
+def principal_from_options(
     gate: Gate,
-    config: GateConfig,
+    defaults: PrincipalDefaults,
     *,
     user: str | None,
     tenant: str | None,
     scopes: str | None,
     roles: str | None,
     attributes: Mapping[str, Any] | None = None,
-    demo: bool,
 ) -> Principal:
-    """The principal a command's calls are made for (see the module's rule).
+    """:func:`callgate.config.local_principal` from a command's options, whose
+    ``--scopes`` and ``--roles`` are comma-separated (see the module's rule).
 
-    ``attributes`` are added to (and win over) the config's.
+    Args:
+        gate: the gate the calls go to (its tools, resources and prompts give the
+            default scopes).
+        defaults: the config file's ``[principal]``.
+        user: ``--principal``.
+        tenant: ``--tenant``.
+        scopes: ``--scopes``.
+        roles: ``--roles``.
+        attributes: ``--attr``'s, added to (and winning over) the config's.
 
     Raises:
         InvalidIdentity: a value is no identity (empty, control characters);
             ``cli_errors`` shows it in one line.
     """
-    from callgate.contract import Principal
+    from callgate.config import local_principal
 
-    defaults = config.principal
-    scope_list = (
-        split_list(scopes)
-        if scopes is not None
-        else defaults.scopes
-        if defaults.scopes is not None
-        else sorted({scope for spec in gate.tools() for scope in spec.scopes})
-    )
-    return Principal(
-        user if user is not None else defaults.user or DEFAULT_USER,
-        tenant
-        if tenant is not None
-        else defaults.tenant
-        if defaults.tenant is not None
-        else (DEMO_TENANT if demo else None),
-        scopes=scope_list,
-        roles=split_list(roles) if roles is not None else (defaults.roles or ()),
-        attributes={**defaults.attributes, **(attributes or {})},
+    return local_principal(
+        gate,
+        defaults,
+        user=user,
+        tenant=tenant,
+        scopes=split_list(scopes) if scopes is not None else None,
+        roles=split_list(roles) if roles is not None else None,
+        attributes=attributes,
     )
 
 
@@ -222,7 +236,7 @@ def startup_summary(gate: Gate, who: Principal) -> list[str]:
     counts = Counter(spec.toolbox for spec in gate.tools())
     boxes = ", ".join(f"{name} ({n} tool{'s' if n != 1 else ''})" for name, n in counts.items())
     return [
-        f"store: {safe_url(gate.store.url)}",
+        f"store: {safe_url(gate.store_url)}",
         f"principal: {describe_principal(who)}",
         f"toolboxes: {boxes}",
     ]

@@ -10,7 +10,6 @@ CLI itself could not run (one line on stderr), 3 waiting for a human.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -31,7 +30,7 @@ from callgate.cli._context import (
     ConfigOption,
     Globals,
     demo_state_file,
-    load,
+    store_gate,
     store_option,
 )
 from callgate.cli._help import HelpGroup
@@ -114,10 +113,7 @@ def audit(
     from callgate.cli.audit_view import records_json, summarize
 
     with cli_errors():
-        cfg = load(ctx, config, demo_default=False)
-        gate = dataclasses.replace(cfg, toolboxes=(), secrets={}).build_gate(
-            store_option(ctx, store)
-        )
+        gate = store_gate(ctx, store, config)
         # A call has at most two records, so 2N records hold the newest N calls.
         limit = tail if as_json or tail is None else 2 * tail
         records = asyncio.run(_audit(gate, tail=limit, call_id=call_id))
@@ -129,7 +125,7 @@ def audit(
     if tail is not None:
         calls = calls[-tail:]
     if not calls:
-        where = safe_url(gate.store.url) + (f" for {call_id}" if call_id else "")
+        where = safe_url(gate.store_url) + (f" for {call_id}" if call_id else "")
         out.print(f"No audit records in {where}")
         return
     render.print_audit(out, calls)
@@ -146,7 +142,7 @@ def audit(
 
 async def _audit(gate: Gate, *, tail: int | None, call_id: str | None) -> list[AuditRecord]:
     async with opened(gate):
-        return await gate.store.list_audit(tail=tail, call_id=call_id)
+        return await gate.audit(tail=tail, call_id=call_id)
 
 
 # demo ------------------------------------------------------------------------

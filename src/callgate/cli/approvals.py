@@ -12,9 +12,7 @@ it with ``Gate.resume``); ``show`` then includes its Envelope under ``result``.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import enum
-import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -30,12 +28,18 @@ from callgate.cli._common import (
     opened,
     print_json,
     split_list,
+    visible,
 )
+from callgate.cli._context import store_gate
 
 if TYPE_CHECKING:
     from callgate.contract import Principal
     from callgate.runtime.gate import Gate
     from callgate.store import ApprovalRecord
+
+# visible() lives in _common so that the views need not import this module, which imports
+# them; it stays importable from here, where it was first written.
+__all__ = ["StateFilter", "approvals_app", "visible"]
 
 approvals_app = typer.Typer(
     name="approvals",
@@ -80,20 +84,6 @@ DeciderRolesOption = Annotated[
 ]
 
 
-def _gate(ctx: typer.Context, store: str | None, config: Path | None) -> Gate:
-    """A gate on the store named by the options, the root command's, or the defaults.
-
-    Approvals need no tools, so no toolbox is imported (nor any tool code run).
-    """
-    from callgate.config import GateConfig, load_config
-
-    # The root callback keeps its --store/--config on ctx.obj (a ``_Globals``).
-    path = config or getattr(ctx.obj, "config", None)
-    cfg = load_config(path) if path is not None else GateConfig()
-    url = store or getattr(ctx.obj, "store", None)
-    return dataclasses.replace(cfg, toolboxes=(), secrets={}).build_gate(url)
-
-
 @approvals_app.command("list")
 def list_(
     ctx: typer.Context,
@@ -114,7 +104,7 @@ def list_(
 ) -> None:
     """Approval requests, newest first: id, state, tool, who asked, why, age."""
     with cli_errors():
-        gate = _gate(ctx, store, config)
+        gate = store_gate(ctx, store, config)
         records = asyncio.run(
             _list(gate, state=state.value if state else None, tenant=tenant, limit=limit)
         )
@@ -146,7 +136,7 @@ def show(
 ) -> None:
     """One request: every exact argument, the impact, who asked and why, the decision."""
     with cli_errors():
-        gate = _gate(ctx, store, config)
+        gate = store_gate(ctx, store, config)
         record = asyncio.run(_get(gate, approval_id))
     from callgate.runtime.approvals import approval_json
 
@@ -182,11 +172,18 @@ def approve(
     config: ConfigOption = None,
 ) -> None:
     """Approve a pending request (not your own); the call runs when its caller repeats it."""
-    with cli_errors():
-        gate = _gate(ctx, store, config)
-        by = _decider(principal, tenant, roles)
-        record = asyncio.run(_decide(gate, approval_id, approve=True, by=by, text=note))
-    _print_decision(record, as_json=as_json)
+    _decide_command(
+        ctx,
+        approval_id,
+        approve=True,
+        user=principal,
+        tenant=tenant,
+        roles=roles,
+        text=note,
+        as_json=as_json,
+        store=store,
+        config=config,
+    )
 
 
 @approvals_app.command()
@@ -206,21 +203,48 @@ def deny(
     config: ConfigOption = None,
 ) -> None:
     """Deny a pending request; the caller gets a permission error with the reason."""
+    _decide_command(
+        ctx,
+        approval_id,
+        approve=False,
+        user=principal,
+        tenant=tenant,
+        roles=roles,
+        text=reason,
+        as_json=as_json,
+        store=store,
+        config=config,
+    )
+
+
+def _decide_command(
+    ctx: typer.Context,
+    approval_id: str,
+    *,
+    approve: bool,
+    user: str,
+    tenant: str | None,
+    roles: str | None,
+    text: str | None,
+    as_json: bool,
+    store: str | None,
+    config: Path | None,
+) -> None:
+    """``approve`` and ``deny``: decide as the principal the options name, then print
+    the decided request. ``text`` is the note of an approval, the reason of a denial.
+
+    Raises:
+        typer.Exit: with code 2 when the decision is refused or cannot be taken.
+    """
+    from callgate.config import local_principal
+
     with cli_errors():
-        gate = _gate(ctx, store, config)
-        by = _decider(principal, tenant, roles)
-        record = asyncio.run(_decide(gate, approval_id, approve=False, by=by, text=reason))
+        gate = store_gate(ctx, store, config)
+        # Who decides is always named on the command line: the config's [principal]
+        # is who calls, and deciding needs no scope (access checks tenant and roles).
+        by = local_principal(gate, user=user, tenant=tenant, scopes=(), roles=split_list(roles))
+        record = asyncio.run(_decide(gate, approval_id, approve=approve, by=by, text=text))
     _print_decision(record, as_json=as_json)
-
-
-def _decider(user: str, tenant: str | None, roles: str | None) -> Principal:
-    """The deciding principal, built (and so normalized) once, like every other."""
-    from callgate.contract import InvalidIdentity, Principal
-
-    try:
-        return Principal(user, tenant, roles=split_list(roles))
-    except InvalidIdentity as exc:
-        raise CliError(f"--principal/--tenant/--roles: {exc}") from None
 
 
 async def _decide(
@@ -249,32 +273,3 @@ def _print_decision(record: ApprovalRecord, *, as_json: bool) -> None:
     from callgate.cli._approvals_view import print_decision
 
     print_decision(console(), record)
-
-
-# readable forms (drawn by ``_approvals_view``) -------------------------------------
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Mn", "Me", "Zl", "Zp"})
-_BLANK_LETTERS = frozenset({"\u115f", "\u1160", "\u3164", "\uffa0"})
-"""Letters that render as nothing (Hangul fillers)."""
-
-
-def visible(text: str) -> str:
-    """``text`` with everything that could hide or disguise content escaped.
-
-    Arguments come from a model; a terminal must not be made to hide, reorder or
-    smuggle any part of what a person approves: control and format characters
-    (ANSI escapes, bidi overrides), combining marks and variation selectors
-    (which can carry hidden bytes), line/paragraph separators, unassigned and
-    private-use code points, and blank letters are shown as ``\\uXXXX``.
-    Newlines and ordinary non-ASCII text stay as they are.
-    """
-    out = []
-    for ch in text:
-        hidden = ch != "\n" and (
-            unicodedata.category(ch) in _HIDDEN_CATEGORIES
-            or ch in _BLANK_LETTERS
-            or (ch != " " and ch.isspace())
-        )
-        out.append(
-            (f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}") if hidden else ch
-        )
-    return "".join(out)

@@ -30,7 +30,7 @@ from callgate.cli._context import (
     config_path,
     demo_state_if,
     load,
-    local_principal,
+    principal_from_options,
     store_option,
 )
 
@@ -124,15 +124,14 @@ def call(
         store = store_option(ctx, store)
         with demo_state_if(serves_demo, cfg.store_url(store)):
             gate = cfg.build_gate(store)
-            who = local_principal(
+            who = principal_from_options(
                 gate,
-                cfg,
+                cfg.principal,
                 user=principal,
                 tenant=tenant,
                 scopes=scopes,
                 roles=roles,
                 attributes=attributes,
-                demo=serves_demo,
             )
             envelope, records = asyncio.run(
                 _call(
@@ -177,5 +176,5 @@ async def _call(
             timeout=timeout,
         )
         # Dropped trusted fields are operator facts: only the audit record has them.
-        records = await gate.store.list_audit(call_id=envelope.call_id) if with_audit else []
+        records = await gate.audit(call_id=envelope.call_id) if with_audit else []
     return envelope, records

@@ -193,7 +193,7 @@ async def _run_step(
         soft_wrap=True,
     )
     envelope = await gate.call(step.tool, step.arguments, principal=who, session_id=session)
-    records = await gate.store.list_audit(call_id=envelope.call_id)
+    records = await gate.audit(call_id=envelope.call_id)
     render.render_envelope(out, envelope, dropped_fields=dropped_fields(records))
     if _outcome(envelope) != step.expect:
         out.print(

@@ -42,7 +42,7 @@ from callgate.cli._context import (
     config_path,
     demo_state_if,
     load,
-    local_principal,
+    principal_from_options,
     store_option,
 )
 
@@ -360,14 +360,13 @@ def run(
         )
         with demo_state_if(serves_demo, cfg.store_url(store)):
             gate = cfg.build_gate(store)
-            who = local_principal(
+            who = principal_from_options(
                 gate,
-                cfg,
+                cfg.principal,
                 user=principal,
                 tenant=tenant,
                 scopes=scopes,
                 roles=roles,
-                demo=serves_demo,
             )
             out = console()
             result = asyncio.run(
@@ -418,7 +417,7 @@ class _Started:
 
 
 async def _started(gate: Gate, run_id: str) -> _Started:
-    record = await gate.store.get_run(run_id)
+    record = await (await gate.runs()).get_run(run_id)
     if record is None:
         raise CliError(f"no agent run {run_id!r}")
     state = record.state

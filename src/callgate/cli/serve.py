@@ -25,7 +25,7 @@ from callgate.cli._context import (
     config_path,
     demo_state_if,
     load,
-    local_principal,
+    principal_from_options,
     startup_summary,
     store_option,
 )
@@ -113,14 +113,13 @@ def serve(
         store_url = cfg.store_url(store_option(ctx, store))
         with demo_state_if(serves_demo, store_url):
             gate = cfg.build_gate(store_url)
-            who = local_principal(
+            who = principal_from_options(
                 gate,
-                cfg,
+                cfg.principal,
                 user=principal,
                 tenant=tenant,
                 scopes=scopes,
                 roles=roles,
-                demo=serves_demo,
             )
             try:
                 server = build_server(

@@ -40,6 +40,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 
 from callgate import __version__
+from callgate.config import local_principal
 from callgate.contract import Principal
 from callgate.mcp import _wire
 from callgate.mcp._approval import Confirmation
@@ -72,13 +73,14 @@ logger = logging.getLogger(__name__)
 
 
 def default_principal(gate: Gate, *, user: str = "local", tenant: str | None = "acme") -> Principal:
-    """A local principal holding every scope the gate's tools, resources and prompts
-    require (for the demo)."""
-    scopes = {scope for spec in gate.tools() for scope in spec.scopes}
-    for box in gate.registry.toolboxes:
-        scopes.update(scope for resource in box.resources for scope in resource.scopes)
-        scopes.update(scope for prompt in box.prompts for scope in prompt.scopes)
-    return Principal(user, tenant=tenant, scopes=scopes)
+    """The local principal for ``gate`` as ``callgate serve`` builds it without a
+    config file (:func:`callgate.config.local_principal`): ``user`` of ``tenant``
+    (the demo's), holding every scope the gate's tools, resources and prompts require.
+
+    Raises:
+        InvalidIdentity: ``user`` or ``tenant`` is no identity.
+    """
+    return local_principal(gate, user=user, tenant=tenant)
 
 
 class ToolListChanges:
