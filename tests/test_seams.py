@@ -57,19 +57,9 @@ def _reach_ins(package: str) -> list[str]:
     return [f"{path}:{line}: {code}" for path, line, code in sorted(found)]
 
 
-@pytest.mark.parametrize("package", ["cli", "console"])
-def test_the_cli_and_the_console_use_the_gate_only_through_its_seams(package: str) -> None:
+@pytest.mark.parametrize("package", ["cli", "console", "mcp", "agent"])
+def test_other_packages_use_the_gate_only_through_its_seams(package: str) -> None:
     assert (SRC / package).is_dir()
-    assert _reach_ins(package) == []
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="mcp/ and agent/ still reach into gate.store and gate.registry; their "
-    "branches remove that. Once this passes (strict: XPASS fails), drop the xfail.",
-)
-@pytest.mark.parametrize("package", ["mcp", "agent"])
-def test_the_mcp_server_and_the_agent_use_the_gate_only_through_its_seams(package: str) -> None:
     assert _reach_ins(package) == []
 
 
