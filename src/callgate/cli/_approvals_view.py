@@ -48,17 +48,16 @@ def _who(user: str, tenant: str | None) -> Text:
     return _plain(f"{user} ({tenant})" if tenant else user)
 
 
-def _state(record: ApprovalRecord) -> Text:
-    state = effective_state(record)
+def _state(record: ApprovalRecord, now: datetime) -> Text:
+    state = effective_state(record, now)
     return Text(state, style=STATE_STYLES.get(state, ""))
 
 
-def print_list(out: Console, records: list[ApprovalRecord]) -> None:
-    """One row per request: id, state, tool, requested by, reason, age."""
+def print_list(out: Console, records: list[ApprovalRecord], now: datetime) -> None:
+    """One row per request: id, state, tool, requested by, reason, age (as of ``now``)."""
     if not records:
         out.print("No approval requests")
         return
-    now = datetime.now(UTC)
     table = Table(
         title=f"{len(records)} approval request{'s' if len(records) != 1 else ''} (newest first)",
         title_justify="left",
@@ -72,7 +71,7 @@ def print_list(out: Console, records: list[ApprovalRecord]) -> None:
     for record in records:
         table.add_row(
             _plain(record.id),
-            _state(record),
+            _state(record, now),
             _plain(record.tool),
             _who(record.user, record.tenant),
             _plain(record.reason),
@@ -81,9 +80,9 @@ def print_list(out: Console, records: list[ApprovalRecord]) -> None:
     out.print(table)
 
 
-def print_approval(out: Console, record: ApprovalRecord) -> None:
+def print_approval(out: Console, record: ApprovalRecord, now: datetime) -> None:
     """Everything a person needs to decide: exact arguments, impact, who, why, decision."""
-    out.print(Text.assemble(_plain(record.id, "bold"), "  ", _state(record)))
+    out.print(Text.assemble(_plain(record.id, "bold"), "  ", _state(record, now)))
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="dim", no_wrap=True)
     facts.add_column(overflow="fold")
@@ -118,7 +117,7 @@ def print_approval(out: Console, record: ApprovalRecord) -> None:
             facts.add_row("note" if record.state != "denied" else "reason", _plain(record.note))
     else:
         facts.add_row("decision", Text("none yet", style="dim"))
-    facts.add_row("next", _plain(_next_step(record)))
+    facts.add_row("next", _plain(_next_step(record, now)))
     out.print(facts)
 
     out.print(Text("Exact arguments the tool will receive", style="bold"))
@@ -154,8 +153,8 @@ def _when(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _next_step(record: ApprovalRecord) -> str:
-    state = effective_state(record)
+def _next_step(record: ApprovalRecord, now: datetime) -> str:
+    state = effective_state(record, now)
     requester = record.user
     if state == "pending":
         tenant = f" --tenant {record.tenant}" if record.tenant else ""
@@ -169,7 +168,7 @@ def _next_step(record: ApprovalRecord) -> str:
     return "expired: nothing will run; the caller must ask again"
 
 
-def print_decision(out: Console, record: ApprovalRecord) -> None:
+def print_decision(out: Console, record: ApprovalRecord, now: datetime) -> None:
     """One line on what was decided and what happens next."""
     line = Text.assemble(
         (record.state, STATE_STYLES.get(record.state, "")),
@@ -182,4 +181,4 @@ def print_decision(out: Console, record: ApprovalRecord) -> None:
         ")",
     )
     out.print(line)
-    out.print(_plain(_next_step(record), "dim"))
+    out.print(_plain(_next_step(record, now), "dim"))

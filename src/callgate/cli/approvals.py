@@ -33,6 +33,8 @@ from callgate.cli._common import (
 from callgate.cli._context import store_gate
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from callgate.contract import Principal
     from callgate.runtime.gate import Gate
     from callgate.store import ApprovalRecord
@@ -111,11 +113,11 @@ def list_(
     from callgate.runtime.approvals import approval_json
 
     if as_json:
-        print_json([approval_json(r) for r in records])
+        print_json([approval_json(r, gate.clock.now()) for r in records])
         return
     from callgate.cli._approvals_view import print_list
 
-    print_list(console(), records)
+    print_list(console(), records, gate.clock.now())
 
 
 async def _list(
@@ -141,11 +143,11 @@ def show(
     from callgate.runtime.approvals import approval_json
 
     if as_json:
-        print_json(approval_json(record))
+        print_json(approval_json(record, gate.clock.now()))
         return
     from callgate.cli._approvals_view import print_approval
 
-    print_approval(console(), record)
+    print_approval(console(), record, gate.clock.now())
 
 
 async def _get(gate: Gate, approval_id: str) -> ApprovalRecord:
@@ -244,7 +246,7 @@ def _decide_command(
         # is who calls, and deciding needs no scope (access checks tenant and roles).
         by = local_principal(gate, user=user, tenant=tenant, scopes=(), roles=split_list(roles))
         record = asyncio.run(_decide(gate, approval_id, approve=approve, by=by, text=text))
-    _print_decision(record, as_json=as_json)
+    _print_decision(record, as_json=as_json, now=gate.clock.now())
 
 
 async def _decide(
@@ -264,12 +266,12 @@ async def _decide(
             raise CliError(f"refused: {exc}{hint}") from None
 
 
-def _print_decision(record: ApprovalRecord, *, as_json: bool) -> None:
+def _print_decision(record: ApprovalRecord, *, as_json: bool, now: datetime) -> None:
     from callgate.runtime.approvals import approval_json
 
     if as_json:
-        print_json(approval_json(record))
+        print_json(approval_json(record, now))
         return
     from callgate.cli._approvals_view import print_decision
 
-    print_decision(console(), record)
+    print_decision(console(), record, now)
