@@ -29,11 +29,12 @@ from callgate.agent.messages import (
     ToolCall,
     Usage,
 )
+from callgate.errors import RuntimeFailure, UserError
 
 __all__ = ["Model", "ModelError", "ScriptExhausted", "ScriptedModel", "call", "calls", "reply"]
 
 
-class ModelError(Exception):
+class ModelError(RuntimeFailure):
     """A model request failed: the provider refused it, or could not be reached.
 
     ``retryable`` says whether trying again later may work (rate limits,
@@ -57,7 +58,7 @@ class ModelError(Exception):
         a cut-off answer, as with the output limit (the loop stops the run)."""
 
 
-class ScriptExhausted(RuntimeError):
+class ScriptExhausted(UserError, RuntimeError):
     """A :class:`ScriptedModel` was asked more often than its script answers."""
 
 

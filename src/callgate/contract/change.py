@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from callgate.contract.annotations import RiskTier
 from callgate.contract.function import spec_from_function
 from callgate.contract.spec import ToolSpec
+from callgate.errors import InvalidArgument, InvalidDefinition
 
 if TYPE_CHECKING:
     from callgate.contract.toolbox import Toolbox
@@ -89,7 +90,7 @@ class ChangeBuilder:
         input_examples: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         if ttl <= 0:
-            raise ValueError("ttl must be positive")
+            raise InvalidArgument("ttl must be positive")
         self._toolbox = toolbox
         self._name = name
         self._scopes = frozenset(scopes)
@@ -292,7 +293,7 @@ def _check_subset(preview: ToolSpec, performer: ToolSpec) -> None:
     wanted = set(performer.input_schema.get("properties", {})) | set(performer.trusted_fields)
     missing = sorted(wanted - known)
     if missing:
-        raise TypeError(
+        raise InvalidDefinition(
             f"change {performer.name!r}: the apply function takes {missing}, which the "
             "preview function does not; it can only receive previewed arguments"
         )

@@ -24,7 +24,7 @@ import anyio.from_thread
 from callgate.contract.handles import Handles, HandleStore
 from callgate.contract.identity import canonical, canonical_optional, canonical_set
 from callgate.contract.naming import FULL_NAMES, ToolNames
-from callgate.errors import ConstructionError, ErrorKind, ToolError
+from callgate.errors import ConstructionError, ErrorKind, InvalidArgument, ToolError
 
 logger = logging.getLogger(__name__)
 
@@ -359,10 +359,12 @@ class ToolContext:
         """Send a log message to the caller (who may filter by level).
 
         Raises:
-            ValueError: ``level`` is not one of :data:`LOG_LEVELS`.
+            InvalidArgument: ``level`` is not one of :data:`LOG_LEVELS`.
         """
         if level not in LOG_LEVELS:
-            raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+            raise InvalidArgument(
+                f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}"
+            )
         sink = self.sink
         if sink is not None:
             await _deliver("log message", lambda: sink.log(level, message, data))
@@ -480,10 +482,12 @@ class ToolContext:
         """:meth:`log` for a sync tool (called from its worker thread).
 
         Raises:
-            ValueError: ``level`` is not one of :data:`LOG_LEVELS`.
+            InvalidArgument: ``level`` is not one of :data:`LOG_LEVELS`.
         """
         if level not in LOG_LEVELS:
-            raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+            raise InvalidArgument(
+                f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}"
+            )
         if self.sink is not None:
             _from_thread(lambda: self.log(level, message, data))
 

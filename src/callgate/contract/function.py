@@ -27,6 +27,7 @@ from callgate.contract.docstrings import parse_docstring
 from callgate.contract.naming import qualify
 from callgate.contract.schema import clean_schema, closed_objects, without_required
 from callgate.contract.spec import ConciseView, ToolSpec
+from callgate.errors import InvalidArgument, InvalidDefinition
 
 RESPONSE_FORMAT = "response_format"
 _RESPONSE_FORMAT_DOC = (
@@ -165,7 +166,7 @@ def spec_from_function(
     """Describe ``fn`` as a tool of ``toolbox``.
 
     Raises:
-        TypeError: the function takes ``*args``/``**kwargs`` or a parameter has
+        InvalidDefinition: the function takes ``*args``/``**kwargs`` or a parameter has
             no type hint.
         InvalidToolName: the resulting name breaks the naming rules.
     """
@@ -180,7 +181,7 @@ def spec_from_function(
     try:
         hints = type_hints(fn)
     except NameError as exc:
-        raise TypeError(
+        raise InvalidDefinition(
             f"tool {full_name!r}: a type hint cannot be resolved ({exc}); define the types "
             "it uses at module level"
         ) from exc
@@ -190,9 +191,13 @@ def spec_from_function(
     context_param: str | None = None
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"tool {full_name!r}: *args/**kwargs cannot be described to a model")
+            raise InvalidDefinition(
+                f"tool {full_name!r}: *args/**kwargs cannot be described to a model"
+            )
         if param.name not in hints:
-            raise TypeError(f"tool {full_name!r}: parameter {param.name!r} needs a type hint")
+            raise InvalidDefinition(
+                f"tool {full_name!r}: parameter {param.name!r} needs a type hint"
+            )
         annotation = hints[param.name]
         if _is_context(annotation):
             context_param = param.name
@@ -271,14 +276,16 @@ def _check_examples(
     """An example shown to the model must itself be a valid call.
 
     Raises:
-        ValueError: an example does not match the input schema.
+        InvalidArgument: an example does not match the input schema.
     """
     if not examples:
         return
     validator = jsonschema_rs.Draft202012Validator(dict(schema))
     for index, example in enumerate(examples):
         for error in validator.iter_errors(dict(example)):
-            raise ValueError(f"tool {name!r}: input_examples[{index}] is invalid: {error.message}")
+            raise InvalidArgument(
+                f"tool {name!r}: input_examples[{index}] is invalid: {error.message}"
+            )
 
 
 def _concise_view(concise: ConciseView | Sequence[str] | None) -> ConciseView | None:

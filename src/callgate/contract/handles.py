@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio.from_thread
 
 from callgate import access
-from callgate.errors import ConstructionError, TransientError
+from callgate.errors import ConstructionError, InvalidArgument, TransientError
 from callgate.store.base import HandleRecord
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class HandleKind:
         plural: The plural of ``name``; ``name + "s"`` by default.
 
     Raises:
-        ValueError: A malformed ``prefix``, or a ``ttl`` that is not a positive
+        InvalidArgument: A malformed ``prefix``, or a ``ttl`` that is not a positive
             whole number of seconds.
     """
 
@@ -75,10 +75,12 @@ class HandleKind:
 
     def __post_init__(self) -> None:
         if not _PREFIX.fullmatch(self.prefix):
-            raise ValueError(f"handle prefix must be 2-8 lowercase letters, not {self.prefix!r}")
+            raise InvalidArgument(
+                f"handle prefix must be 2-8 lowercase letters, not {self.prefix!r}"
+            )
         seconds = self.ttl.total_seconds()
         if seconds < 1 or seconds != int(seconds):
-            raise ValueError(
+            raise InvalidArgument(
                 f"handle ttl must be a positive whole number of seconds, not {seconds}"
             )
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
+from callgate.errors import UserError
+
 __all__ = [
     "MAX_IDENTITY_CHARS",
     "InvalidIdentity",
@@ -38,7 +40,7 @@ MAX_IDENTITY_CHARS = 256
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"})
 
 
-class InvalidIdentity(ValueError):
+class InvalidIdentity(UserError, ValueError):
     """A user, tenant, role or scope that cannot be an identity (empty, control
     characters, too long). The message names the field and the problem."""
 

@@ -22,6 +22,7 @@ from callgate.contract.resources import (
     resource_from_function,
 )
 from callgate.contract.spec import ConciseView, ToolSpec
+from callgate.errors import InvalidArgument, UserError
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R", bound=ResourceFunction)
@@ -30,7 +31,7 @@ P = TypeVar("P", bound=PromptFunction)
 _OPTIONS_ATTR = "__callgate_tool__"
 
 
-class DuplicateTool(ValueError):
+class DuplicateTool(UserError, ValueError):
     """Two tools of one toolbox share a name."""
 
 
@@ -177,7 +178,7 @@ class Toolbox:
 
         Raises:
             DuplicateTool: a tool of that name exists already.
-            TypeError: the function cannot be described (see ``spec_from_function``).
+            InvalidDefinition: the function cannot be described (see ``spec_from_function``).
         """
         merged = {**getattr(fn, _OPTIONS_ATTR, {}), **options}
         spec = spec_from_function(fn, toolbox=self.name, trusted_source=self.trusted, **merged)
@@ -188,10 +189,10 @@ class Toolbox:
 
         Raises:
             DuplicateTool: a tool of that name exists already.
-            ValueError: the spec belongs to another toolbox.
+            InvalidArgument: the spec belongs to another toolbox.
         """
         if spec.toolbox != self.name:
-            raise ValueError(f"tool {spec.name!r} belongs to toolbox {spec.toolbox!r}")
+            raise InvalidArgument(f"tool {spec.name!r} belongs to toolbox {spec.toolbox!r}")
         if spec.name in self._specs:
             raise DuplicateTool(f"toolbox {self.name!r} already has a tool {spec.name!r}")
         if self.tenants is not None and spec.tenants is None:
@@ -220,7 +221,7 @@ class Toolbox:
 
         Raises:
             DuplicateResource: the toolbox has a resource at ``uri`` already.
-            TypeError: the parameters are not the template's variables.
+            InvalidDefinition: the parameters are not the template's variables.
         """
 
         def register(func: R) -> R:
@@ -285,7 +286,7 @@ class Toolbox:
 
         Raises:
             DuplicatePrompt: the toolbox has a prompt of that name already.
-            TypeError: a parameter is positional-only or variadic.
+            InvalidDefinition: a parameter is positional-only or variadic.
         """
 
         def register(func: P) -> P:

@@ -32,7 +32,7 @@ from callgate.demo._records import (
     NoteRecord,
     OutboxMessage,
 )
-from callgate.errors import ConstructionError, PermissionDenied
+from callgate.errors import ConstructionError, PermissionDenied, RuntimeFailure
 
 STATE_FORMAT = 1
 """Version of the state file's layout."""
@@ -60,7 +60,7 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-class DemoStateError(RuntimeError):
+class DemoStateError(RuntimeFailure, RuntimeError):
     """The state file cannot be read (corrupt, or written by another format)."""
 
 

@@ -14,7 +14,7 @@ import platformdirs
 
 from callgate import access
 from callgate.contract import Principal, Toolbox, ToolNames, ToolSink, ToolSpec
-from callgate.errors import ErrorKind
+from callgate.errors import ErrorKind, InvalidArgument
 from callgate.runtime import pipeline
 from callgate.runtime._sync import LoopThread, closed, closes_at_exit
 from callgate.runtime.approvals import ApprovalError, Approvals
@@ -76,6 +76,10 @@ class Gate:
             like ``context``, but redacted wherever a call's inputs are kept or
             shown (approvals, previews, elicitations, the audit's detail). Tools
             receive them through trusted fields (``Secret[str]`` or ``Trusted[str]``).
+
+    Raises:
+        InvalidArgument: a name given both in ``context`` and in ``secrets``.
+        DuplicateToolbox: two toolboxes share a name.
     """
 
     def __init__(
@@ -100,7 +104,7 @@ class Gate:
             self.registry.add(builtin_toolbox(self.store, self.limits, self.registry))
         clash = set(context or {}) & set(secrets or {})
         if clash:
-            raise ValueError(f"{sorted(clash)} given both as context and as secrets")
+            raise InvalidArgument(f"{sorted(clash)} given both as context and as secrets")
         self._context = {**(context or {}), **(secrets or {})}
         self._secret_sources = frozenset(secrets or {})
         self.runner = Runner(
@@ -227,13 +231,13 @@ class Gate:
                 Envelope, the audit and policy keep the full names.
 
         Raises:
-            ValueError: a bad ``timeout`` or ``idempotency_key``.
+            InvalidArgument: a bad ``timeout`` or ``idempotency_key`` (a ValueError).
             Exception: the store cannot be opened at all (the gate cannot start).
         """
         if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+            raise InvalidArgument(f"timeout must be a positive number of seconds, not {timeout!r}")
         if idempotency_key is not None and len(idempotency_key) > MAX_KEY_CHARS:
-            raise ValueError(
+            raise InvalidArgument(
                 f"idempotency_key must be at most {MAX_KEY_CHARS} characters, "
                 f"not {len(idempotency_key):,}"
             )
