@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         rename_in_schema,
         rename_in_text,
     )
+    from callgate.contract.options import ChangeOptions, ToolOptions
     from callgate.contract.spec import ToolHandler, ToolSpec
     from callgate.contract.toolbox import DuplicateTool, Toolbox, tool
 
@@ -71,6 +72,8 @@ _HOMES = {
     "qualify": "callgate.contract.naming",
     "rename_in_schema": "callgate.contract.naming",
     "rename_in_text": "callgate.contract.naming",
+    "ChangeOptions": "callgate.contract.options",
+    "ToolOptions": "callgate.contract.options",
     "ToolHandler": "callgate.contract.spec",
     "ToolSpec": "callgate.contract.spec",
     "DuplicateTool": "callgate.contract.toolbox",
@@ -88,6 +91,7 @@ __all__ = [
     "REDACTED",
     "Audio",
     "Block",
+    "ChangeOptions",
     "Content",
     "DuplicateTool",
     "EmbeddedResource",
@@ -108,6 +112,7 @@ __all__ = [
     "ToolContext",
     "ToolHandler",
     "ToolNames",
+    "ToolOptions",
     "ToolSink",
     "ToolSpec",
     "Toolbox",
