@@ -13,7 +13,6 @@ if TYPE_CHECKING:
         LOG_LEVELS,
         REDACTED,
         LogLevel,
-        Principal,
         Secret,
         ToolContext,
         ToolSink,
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
     )
     from callgate.contract.function import FunctionHandler, spec_from_function
     from callgate.contract.handles import Handle, HandleConflict, HandleKind, Handles, UnknownHandle
-    from callgate.contract.identity import InvalidIdentity
+    from callgate.contract.identity import InvalidIdentity, Principal
     from callgate.contract.naming import (
         FULL_NAMES,
         InvalidToolName,
@@ -51,7 +50,7 @@ _HOMES = {
     "LOG_LEVELS": "callgate.contract.context",
     "REDACTED": "callgate.contract.context",
     "LogLevel": "callgate.contract.context",
-    "Principal": "callgate.contract.context",
+    "Principal": "callgate.contract.identity",
     "Secret": "callgate.contract.context",
     "ToolContext": "callgate.contract.context",
     "ToolSink": "callgate.contract.context",

@@ -28,16 +28,14 @@ import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import anyio.from_thread
 
 from callgate import access
+from callgate.contract.identity import Principal
 from callgate.errors import ConstructionError, InvalidArgument, TransientError
 from callgate.store.base import HandleRecord
-
-if TYPE_CHECKING:
-    from callgate.contract.context import Principal
 
 __all__ = ["Handle", "HandleConflict", "HandleKind", "HandleStore", "Handles", "UnknownHandle"]
 

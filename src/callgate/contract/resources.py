@@ -35,8 +35,9 @@ from typing import Any, Literal
 import anyio.to_thread
 
 from callgate.contract.content import Block, Text
-from callgate.contract.context import Principal, ToolContext
+from callgate.contract.context import ToolContext
 from callgate.contract.docstrings import parse_docstring
+from callgate.contract.identity import Principal
 from callgate.errors import InvalidDefinition, UserError
 
 __all__ = [
