@@ -27,13 +27,16 @@ if TYPE_CHECKING:
     )
     from callgate.errors import (
         BusinessStateError,
+        CallgateError,
         ConstructionError,
         ErrorKind,
         PermissionDenied,
+        RuntimeFailure,
         ToolError,
         TransientError,
         UnknownOutcomeError,
         UnrecoverableError,
+        UserError,
     )
     from callgate.runtime.approvals import ApprovalError, Approvals
     from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status, Timing, Truncation
@@ -57,13 +60,16 @@ _HOMES = {
     "TrustedField": "callgate.contract",
     "tool": "callgate.contract",
     "BusinessStateError": "callgate.errors",
+    "CallgateError": "callgate.errors",
     "ConstructionError": "callgate.errors",
     "ErrorKind": "callgate.errors",
     "PermissionDenied": "callgate.errors",
+    "RuntimeFailure": "callgate.errors",
     "ToolError": "callgate.errors",
     "TransientError": "callgate.errors",
     "UnknownOutcomeError": "callgate.errors",
     "UnrecoverableError": "callgate.errors",
+    "UserError": "callgate.errors",
     "ApprovalError": "callgate.runtime.approvals",
     "Approvals": "callgate.runtime.approvals",
     "Limits": "callgate.runtime.limits",
@@ -92,6 +98,7 @@ __all__ = [
     "Approvals",
     "Approvers",
     "BusinessStateError",
+    "CallgateError",
     "ConstructionError",
     "Decision",
     "Effect",
@@ -107,6 +114,7 @@ __all__ = [
     "Principal",
     "RiskTier",
     "Rule",
+    "RuntimeFailure",
     "Secret",
     "Status",
     "Timing",
@@ -121,6 +129,7 @@ __all__ = [
     "TrustedField",
     "UnknownOutcomeError",
     "UnrecoverableError",
+    "UserError",
     "__version__",
     "tool",
 ]

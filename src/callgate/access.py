@@ -29,12 +29,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from callgate.contract.identity import InvalidIdentity, canonical, same_identity
-
-if TYPE_CHECKING:
-    from callgate.contract.context import Principal
+from callgate.contract.identity import InvalidIdentity, Principal, canonical, same_identity
 
 __all__ = [
     "ADMIN_ROLE",

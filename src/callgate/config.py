@@ -66,6 +66,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from callgate.contract import Principal, Toolbox
+from callgate.errors import UserError
 from callgate.runtime.gate import STORE_ENV, Gate, default_store_url, store_from_url
 from callgate.runtime.limits import Limits
 from callgate.runtime.policy import Policy, PolicyError, Rule
@@ -92,7 +93,7 @@ _LIMIT_FIELDS = tuple(f.name for f in dataclasses.fields(Limits))
 _LIMITS_ADAPTER: pydantic.TypeAdapter[Limits] = pydantic.TypeAdapter(Limits)
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """The configuration cannot be used; the message names the file and the key."""
 
 

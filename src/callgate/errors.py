@@ -1,7 +1,52 @@
-"""The fixed error taxonomy, and exceptions tool authors raise to use it.
+"""Every exception callgate raises, and the fixed error taxonomy of tool calls.
 
-Every failure of a call maps to exactly one :class:`ErrorKind`. A tool raises
-one of the exceptions below with a message written *for the model*: what went
+One root, three kinds kept apart. A builtin in brackets is a second base, kept
+so that code catching it still does (``except ValueError`` catches a
+``DuplicateTool``)::
+
+    CallgateError
+    ├── UserError                  a developer mistake: raised early, the fix in the message
+    │   ├── InvalidArgument [ValueError]      a value a callgate API cannot use
+    │   ├── InvalidDefinition [TypeError]     a function or option that cannot become a tool
+    │   ├── InvalidToolName [ValueError]      callgate.contract.naming
+    │   ├── InvalidIdentity [ValueError]      callgate.contract.identity
+    │   ├── DuplicateTool [ValueError]        callgate.contract.toolbox
+    │   ├── DuplicateResource [ValueError]    callgate.contract.resources
+    │   ├── DuplicatePrompt [ValueError]      callgate.contract.resources
+    │   ├── MissingPromptArgument [ValueError]  callgate.contract.resources
+    │   ├── DuplicateToolbox [ValueError]     callgate.runtime.registry
+    │   ├── PolicyError [ValueError]          callgate.runtime.policy
+    │   ├── BadCursor [ValueError]            callgate.runtime.cursor
+    │   ├── ConfigError [ValueError]          callgate.config
+    │   ├── MissingCredentials [ValueError]   callgate.agent.providers
+    │   └── ScriptExhausted [RuntimeError]    callgate.agent.model
+    ├── RuntimeFailure             something failed while running: no code is wrong
+    │   ├── ApprovalError                     callgate.runtime.approvals
+    │   ├── PolicyEvaluationError [RuntimeError]  callgate.runtime.policy
+    │   ├── Unresponsive                      callgate.runtime.runner
+    │   ├── NotStarted [TimeoutError]         callgate.runtime.runner
+    │   ├── Overran [TimeoutError]            callgate.runtime.runner
+    │   ├── StoreUnavailable                  callgate.store.failures
+    │   ├── ModelError                        callgate.agent.model
+    │   ├── CliError                          callgate.cli._common
+    │   └── DemoStateError [RuntimeError]     callgate.demo._state
+    └── ToolError                  raised by a tool on purpose; the message is for the model
+        ├── ConstructionError
+        │   ├── ClientCannot                  callgate.contract.context
+        │   └── UnknownHandle                 callgate.contract.handles
+        ├── PermissionDenied
+        ├── BusinessStateError
+        ├── TransientError
+        │   └── HandleConflict                callgate.contract.handles
+        ├── UnknownOutcomeError
+        ├── UnrecoverableError
+        └── InputRequired                     callgate.contract.context
+
+Only the classes without a module named are defined here; the others live next
+to the code that raises them, and this module imports none of it.
+
+Every failure of a tool call maps to exactly one :class:`ErrorKind`. A tool
+raises a :class:`ToolError` with a message written *for the model*: what went
 wrong and what to do next. Anything else a tool raises is ``unrecoverable`` and
 its text never reaches the model.
 """
@@ -42,7 +87,41 @@ def default_next_step(kind: ErrorKind) -> str:
     return _DEFAULT_NEXT_STEP[kind]
 
 
-class ToolError(Exception):
+class CallgateError(Exception):
+    """The root of every exception callgate raises (see the tree above)."""
+
+
+class UserError(CallgateError):
+    """A developer mistake in using callgate: a bad argument, definition or configuration.
+
+    Raised as early as possible (when a tool is registered, a gate or a limit is
+    built), with the fix in the message; a program does not recover from it, its
+    author fixes it.
+    """
+
+
+class InvalidArgument(UserError, ValueError):
+    """A value given to a callgate API that it cannot use; the message names the
+    argument and what is allowed."""
+
+
+class InvalidDefinition(UserError, TypeError):
+    """A function, or an option given with it, that cannot be served as a tool,
+    resource or prompt (a parameter without a type hint, ``*args``, an unknown
+    option); the message names the function and what to change."""
+
+
+class RuntimeFailure(CallgateError):
+    """Something failed while running, though the code using callgate is right:
+    an approval that cannot be decided, a model request, a policy condition, the
+    store not answering, a tool that does not respond in time.
+
+    What to do depends on the subclass; some say whether trying again may work
+    (``ModelError.retryable``).
+    """
+
+
+class ToolError(CallgateError):
     """Base of the errors a tool raises on purpose. ``message`` is shown to the model."""
 
     kind: ErrorKind = ErrorKind.UNRECOVERABLE

@@ -29,11 +29,12 @@ from callgate.agent.messages import (
     ToolCall,
     Usage,
 )
+from callgate.errors import RuntimeFailure, UserError
 
 __all__ = ["Model", "ModelError", "ScriptExhausted", "ScriptedModel", "call", "calls", "reply"]
 
 
-class ModelError(Exception):
+class ModelError(RuntimeFailure):
     """A model request failed: the provider refused it, or could not be reached.
 
     ``retryable`` says whether trying again later may work (rate limits,
@@ -61,7 +62,7 @@ class ModelError(Exception):
         ``Retry-After``), when it said and the error is retryable."""
 
 
-class ScriptExhausted(RuntimeError):
+class ScriptExhausted(UserError, RuntimeError):
     """A :class:`ScriptedModel` was asked more often than its script answers."""
 
 

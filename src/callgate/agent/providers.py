@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from callgate.errors import UserError
+
 if TYPE_CHECKING:
     from callgate.agent.model import Model
 
@@ -24,7 +26,7 @@ __all__ = [
 ]
 
 
-class MissingCredentials(ValueError):
+class MissingCredentials(UserError, ValueError):
     """The provider needs an API key and none is configured; the message says which
     environment variable to set."""
 

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
+from callgate.errors import RuntimeFailure
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -43,7 +45,7 @@ EXIT_WAITING = 3
 EXIT_STOPPED = 4
 
 
-class CliError(Exception):
+class CliError(RuntimeFailure):
     """The CLI cannot do what was asked; the message is shown as is."""
 
 

@@ -13,7 +13,6 @@ if TYPE_CHECKING:
         LOG_LEVELS,
         REDACTED,
         LogLevel,
-        Principal,
         Secret,
         ToolContext,
         ToolSink,
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
     )
     from callgate.contract.function import FunctionHandler, spec_from_function
     from callgate.contract.handles import Handle, HandleConflict, HandleKind, Handles, UnknownHandle
-    from callgate.contract.identity import InvalidIdentity
+    from callgate.contract.identity import InvalidIdentity, Principal
     from callgate.contract.naming import (
         FULL_NAMES,
         InvalidToolName,
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
         rename_in_schema,
         rename_in_text,
     )
+    from callgate.contract.options import ChangeOptions, ToolOptions
     from callgate.contract.spec import ToolHandler, ToolSpec
     from callgate.contract.toolbox import DuplicateTool, Toolbox, tool
 
@@ -50,7 +50,7 @@ _HOMES = {
     "LOG_LEVELS": "callgate.contract.context",
     "REDACTED": "callgate.contract.context",
     "LogLevel": "callgate.contract.context",
-    "Principal": "callgate.contract.context",
+    "Principal": "callgate.contract.identity",
     "Secret": "callgate.contract.context",
     "ToolContext": "callgate.contract.context",
     "ToolSink": "callgate.contract.context",
@@ -71,6 +71,8 @@ _HOMES = {
     "qualify": "callgate.contract.naming",
     "rename_in_schema": "callgate.contract.naming",
     "rename_in_text": "callgate.contract.naming",
+    "ChangeOptions": "callgate.contract.options",
+    "ToolOptions": "callgate.contract.options",
     "ToolHandler": "callgate.contract.spec",
     "ToolSpec": "callgate.contract.spec",
     "DuplicateTool": "callgate.contract.toolbox",
@@ -88,6 +90,7 @@ __all__ = [
     "REDACTED",
     "Audio",
     "Block",
+    "ChangeOptions",
     "Content",
     "DuplicateTool",
     "EmbeddedResource",
@@ -108,6 +111,7 @@ __all__ = [
     "ToolContext",
     "ToolHandler",
     "ToolNames",
+    "ToolOptions",
     "ToolSink",
     "ToolSpec",
     "Toolbox",

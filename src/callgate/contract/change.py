@@ -21,13 +21,15 @@ this module only describes them.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack
 
 from callgate.contract.annotations import RiskTier
 from callgate.contract.function import spec_from_function
+from callgate.contract.options import CHANGE_OPTIONS, ChangeOptions, ToolOptions, check_options
 from callgate.contract.spec import ToolSpec
+from callgate.errors import InvalidArgument, InvalidDefinition
 
 if TYPE_CHECKING:
     from callgate.contract.toolbox import Toolbox
@@ -73,34 +75,31 @@ def _preview_id_stub(preview_id: str) -> Any:
 class ChangeBuilder:
     """Collects the preview and apply functions of one change."""
 
-    def __init__(
-        self,
-        toolbox: Toolbox,
-        name: str,
-        *,
-        scopes: Iterable[str] = (),
-        ttl: float = 600.0,
-        destructive: bool = True,
-        open_world: bool = False,
-        risk: RiskTier | str | None = None,
-        timeout: float | None = None,
-        title: str | None = None,
-        private_data: bool = False,
-        input_examples: Sequence[Mapping[str, Any]] = (),
-    ) -> None:
+    def __init__(self, toolbox: Toolbox, name: str, **options: Unpack[ChangeOptions]) -> None:
+        """Collect the change ``name`` of ``toolbox``; the defaults of
+        :class:`ChangeOptions` are applied here.
+
+        Raises:
+            InvalidDefinition: an option that is not one of :class:`ChangeOptions`.
+            InvalidArgument: ``ttl`` is not positive.
+        """
+        check_options(options, CHANGE_OPTIONS, f"Toolbox({toolbox.name!r}).change({name!r})")
+        ttl = options.get("ttl", 600.0)
         if ttl <= 0:
-            raise ValueError("ttl must be positive")
+            raise InvalidArgument("ttl must be positive")
         self._toolbox = toolbox
         self._name = name
-        self._scopes = frozenset(scopes)
         self._ttl = ttl
-        self._destructive = destructive
-        self._open_world = open_world
-        self._risk = risk
-        self._timeout = timeout
-        self._title = title
-        self._private_data = private_data
-        self._input_examples = tuple(input_examples)
+        self._destructive = options.get("destructive", True)
+        self._open_world = options.get("open_world", False)
+        self._risk = options.get("risk")
+        self._title = options.get("title")
+        self._timeout = options.get("timeout")
+        self._scopes = frozenset(options.get("scopes", ()))
+        self._version = options.get("version", "1")
+        self._tags = frozenset(options.get("tags", ()))
+        self._private_data = options.get("private_data", False)
+        self._input_examples = tuple(options.get("input_examples", ()))
         self._preview: Callable[..., Any] | None = None
         self._apply: Callable[..., Any] | None = None
         self._verify: Callable[..., Any] | None = None
@@ -125,6 +124,19 @@ class ChangeBuilder:
         self._verify = fn
         self._maybe_register()
         return fn
+
+    def _spec(self, fn: Callable[..., Any], role: str, **options: Unpack[ToolOptions]) -> ToolSpec:
+        """The spec of ``<name>_<role>`` from ``fn``, with the options every tool of
+        the change takes alike."""
+        shared: ToolOptions = {
+            "name": f"{self._name}_{role}",
+            "scopes": self._scopes,
+            "version": self._version,
+            "tags": self._tags,
+        }
+        merged: ToolOptions = {**options, **shared}
+        box = self._toolbox
+        return spec_from_function(fn, toolbox=box.name, trusted_source=box.trusted, **merged)
 
     def _maybe_register(self) -> None:
         if self._preview is None or self._apply is None:
@@ -154,25 +166,19 @@ class ChangeBuilder:
                 previewer=previewer,
             )
 
-        preview = spec_from_function(
+        preview = self._spec(
             self._preview,
-            toolbox=box.name,
-            trusted_source=box.trusted,
-            name=f"{self._name}_preview",
+            "preview",
             title=f"Preview: {self._title}" if self._title else None,
-            scopes=self._scopes,
             read_only=True,
             open_world=False,
             timeout=self._timeout,
             private_data=self._private_data,
             input_examples=self._input_examples,
         )
-        performer = spec_from_function(
+        performer = self._spec(
             self._apply,
-            toolbox=box.name,
-            trusted_source=box.trusted,
-            name=f"{self._name}_apply",
-            scopes=self._scopes,
+            "apply",
             destructive=self._destructive,
             idempotent=False,
             open_world=self._open_world,
@@ -181,12 +187,9 @@ class ChangeBuilder:
         _check_subset(preview, performer)
         verifier = None
         if self._verify is not None:
-            verifier = spec_from_function(
+            verifier = self._spec(
                 self._verify,
-                toolbox=box.name,
-                trusted_source=box.trusted,
-                name=f"{self._name}_verify",
-                scopes=self._scopes,
+                "verify",
                 read_only=True,
             )
             _check_subset(preview, verifier)
@@ -202,13 +205,10 @@ class ChangeBuilder:
             change=binding("preview"),
             contract_hash="",
         )
-        stub = spec_from_function(
+        stub = self._spec(
             _preview_id_stub,
-            toolbox=box.name,
-            trusted_source=box.trusted,
-            name=f"{self._name}_apply",
+            "apply",
             title=self._title,
-            scopes=self._scopes,
             # Repeating an apply with the same id changes nothing more.
             destructive=self._destructive,
             idempotent=True,
@@ -231,13 +231,10 @@ class ChangeBuilder:
             contract_hash="",
         )
         status = dataclasses.replace(
-            spec_from_function(
+            self._spec(
                 _preview_id_stub,
-                toolbox=box.name,
-                trusted_source=box.trusted,
-                name=f"{self._name}_status",
+                "status",
                 title=f"Status: {self._title}" if self._title else None,
-                scopes=self._scopes,
                 read_only=True,
                 open_world=False,
             ),
@@ -292,7 +289,7 @@ def _check_subset(preview: ToolSpec, performer: ToolSpec) -> None:
     wanted = set(performer.input_schema.get("properties", {})) | set(performer.trusted_fields)
     missing = sorted(wanted - known)
     if missing:
-        raise TypeError(
+        raise InvalidDefinition(
             f"change {performer.name!r}: the apply function takes {missing}, which the "
             "preview function does not; it can only receive previewed arguments"
         )

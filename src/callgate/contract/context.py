@@ -1,10 +1,16 @@
-"""Who is calling, and what a tool may learn about the call it serves."""
+"""What a tool may learn about the call it serves, and the trusted-field markers.
+
+The caller, :class:`~callgate.contract.identity.Principal`, is defined with the
+identity rules in :mod:`callgate.contract.identity`, so that the handles this
+module builds on can use it without importing this module back; it is importable
+from here too.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,61 +28,11 @@ from typing import (
 import anyio.from_thread
 
 from callgate.contract.handles import Handles, HandleStore
-from callgate.contract.identity import canonical, canonical_optional, canonical_set
+from callgate.contract.identity import Principal
 from callgate.contract.naming import FULL_NAMES, ToolNames
-from callgate.errors import ConstructionError, ErrorKind, ToolError
+from callgate.errors import ConstructionError, ErrorKind, InvalidArgument, ToolError
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(kw_only=True, frozen=True)
-class Principal:
-    """The authenticated caller on whose behalf a tool runs.
-
-    Set by the server from authentication, never by the model. ``attributes``
-    holds further trusted values (project, locale, ...) that tools can receive
-    through trusted fields.
-
-    ``user``, ``tenant`` and ``roles`` are kept in their canonical form
-    (stripped, NFKC, case-folded) and ``scopes`` stripped: see
-    :mod:`callgate.contract.identity`.
-
-    Raises:
-        InvalidIdentity: a value is empty, too long or holds control or invisible
-            characters.
-    """
-
-    user: str
-    tenant: str | None = None
-    scopes: frozenset[str] = frozenset()
-    roles: frozenset[str] = frozenset()
-    attributes: Mapping[str, Any] = field(default_factory=dict)
-
-    def __init__(
-        self,
-        user: str,
-        tenant: str | None = None,
-        scopes: Iterable[str] = (),
-        roles: Iterable[str] = (),
-        attributes: Mapping[str, Any] | None = None,
-    ) -> None:
-        # Identities are normalized here, once: every comparison downstream
-        # (four eyes, tenant isolation, ownership) relies on the canonical form.
-        object.__setattr__(self, "user", canonical("user", user))
-        object.__setattr__(self, "tenant", canonical_optional("tenant", tenant))
-        object.__setattr__(self, "scopes", canonical_set("scopes", scopes, fold_case=False))
-        object.__setattr__(self, "roles", canonical_set("roles", roles))
-        object.__setattr__(self, "attributes", dict(attributes or {}))
-
-    def as_cel(self) -> dict[str, Any]:
-        """The principal as policy conditions see it."""
-        return {
-            "user": self.user,
-            "tenant": self.tenant or "",
-            "scopes": sorted(self.scopes),
-            "roles": sorted(self.roles),
-            "attributes": dict(self.attributes),
-        }
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -363,10 +319,12 @@ class ToolContext:
         """Send a log message to the caller (who may filter by level).
 
         Raises:
-            ValueError: ``level`` is not one of :data:`LOG_LEVELS`.
+            InvalidArgument: ``level`` is not one of :data:`LOG_LEVELS`.
         """
         if level not in LOG_LEVELS:
-            raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+            raise InvalidArgument(
+                f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}"
+            )
         sink = self.sink
         if sink is not None:
             await _deliver("log message", lambda: sink.log(level, message, data))
@@ -486,10 +444,12 @@ class ToolContext:
         """:meth:`log` for a sync tool (called from its worker thread).
 
         Raises:
-            ValueError: ``level`` is not one of :data:`LOG_LEVELS`.
+            InvalidArgument: ``level`` is not one of :data:`LOG_LEVELS`.
         """
         if level not in LOG_LEVELS:
-            raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+            raise InvalidArgument(
+                f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}"
+            )
         if self.sink is not None:
             _from_thread(lambda: self.log(level, message, data))
 

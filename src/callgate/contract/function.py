@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 import jsonschema_rs
 import pydantic
@@ -25,8 +25,10 @@ from callgate.contract.content import Content
 from callgate.contract.context import ToolContext, TrustedField
 from callgate.contract.docstrings import parse_docstring
 from callgate.contract.naming import qualify
+from callgate.contract.options import TOOL_OPTIONS, ToolOptions, check_options
 from callgate.contract.schema import clean_schema, closed_objects, without_required
 from callgate.contract.spec import ConciseView, ToolSpec
+from callgate.errors import InvalidArgument, InvalidDefinition
 
 RESPONSE_FORMAT = "response_format"
 _RESPONSE_FORMAT_DOC = (
@@ -146,30 +148,20 @@ def spec_from_function(
     *,
     toolbox: str,
     trusted_source: bool = True,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    scopes: Iterable[str] = (),
-    read_only: bool | None = None,
-    destructive: bool | None = None,
-    idempotent: bool | None = None,
-    open_world: bool | None = None,
-    risk: RiskTier | str | None = None,
-    timeout: float | None = None,
-    version: str = "1",
-    input_examples: Sequence[Mapping[str, Any]] = (),
-    concise: ConciseView | Sequence[str] | None = None,
-    private_data: bool = False,
-    tags: Iterable[str] = (),
+    **options: Unpack[ToolOptions],
 ) -> ToolSpec:
-    """Describe ``fn`` as a tool of ``toolbox``.
+    """Describe ``fn`` as a tool of ``toolbox``, with the options of :class:`ToolOptions`.
+
+    This is where a tool's options become its spec, and their defaults are applied.
 
     Raises:
-        TypeError: the function takes ``*args``/``**kwargs`` or a parameter has
-            no type hint.
+        InvalidDefinition: the function takes ``*args``/``**kwargs``, a parameter
+            has no type hint, or an option is unknown.
+        InvalidArgument: an input example does not match the input schema.
         InvalidToolName: the resulting name breaks the naming rules.
     """
-    local = name or fn.__name__
+    local = options.get("name") or fn.__name__
+    check_options(options, TOOL_OPTIONS, f"tool {local!r}")
     full_name = qualify(toolbox, local)
     # parse_docstring cleans the text as inspect.getdoc would (which looks
     # further only when there is no __doc__).
@@ -180,7 +172,7 @@ def spec_from_function(
     try:
         hints = type_hints(fn)
     except NameError as exc:
-        raise TypeError(
+        raise InvalidDefinition(
             f"tool {full_name!r}: a type hint cannot be resolved ({exc}); define the types "
             "it uses at module level"
         ) from exc
@@ -190,9 +182,13 @@ def spec_from_function(
     context_param: str | None = None
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"tool {full_name!r}: *args/**kwargs cannot be described to a model")
+            raise InvalidDefinition(
+                f"tool {full_name!r}: *args/**kwargs cannot be described to a model"
+            )
         if param.name not in hints:
-            raise TypeError(f"tool {full_name!r}: parameter {param.name!r} needs a type hint")
+            raise InvalidDefinition(
+                f"tool {full_name!r}: parameter {param.name!r} needs a type hint"
+            )
         annotation = hints[param.name]
         if _is_context(annotation):
             context_param = param.name
@@ -204,7 +200,7 @@ def spec_from_function(
         default = PydanticUndefined if param.default is param.empty else param.default
         fields[param.name] = (annotation, default, arg_docs.get(param.name) or None)
 
-    concise_view = _concise_view(concise)
+    concise_view = _concise_view(options.get("concise"))
     accepts_response_format = RESPONSE_FORMAT in fields
     if concise_view is not None and not accepts_response_format:
         fields[RESPONSE_FORMAT] = (Literal["concise", "detailed"], "concise", _RESPONSE_FORMAT_DOC)
@@ -226,31 +222,34 @@ def spec_from_function(
     if output_schema is not None and concise_view is not None:
         # The concise view leaves fields out: both forms must satisfy the schema.
         output_schema = without_required(output_schema)
+    input_examples = options.get("input_examples", ())
     _check_examples(full_name, input_schema, input_examples)
+    description = options.get("description")
+    risk = options.get("risk")
     return ToolSpec(
         name=full_name,
         toolbox=toolbox,
-        title=title,
+        title=options.get("title"),
         description=(description if description is not None else doc_text).strip(),
         input_schema=input_schema,
         output_schema=output_schema,
         annotations=ToolAnnotations(
-            read_only=read_only,
-            destructive=destructive,
-            idempotent=idempotent,
-            open_world=open_world,
+            read_only=options.get("read_only"),
+            destructive=options.get("destructive"),
+            idempotent=options.get("idempotent"),
+            open_world=options.get("open_world"),
         ),
         trusted_source=trusted_source,
-        scopes=frozenset(scopes),
+        scopes=frozenset(options.get("scopes", ())),
         handler=handler,
         trusted_fields=trusted,
         input_examples=tuple(dict(example) for example in input_examples),
         risk_override=RiskTier(risk) if risk is not None else None,
-        timeout=timeout,
-        version=version,
+        timeout=options.get("timeout"),
+        version=options.get("version", "1"),
         concise=concise_view,
-        private_data=private_data,
-        tags=frozenset(tags),
+        private_data=options.get("private_data", False),
+        tags=frozenset(options.get("tags", ())),
     )
 
 
@@ -271,14 +270,16 @@ def _check_examples(
     """An example shown to the model must itself be a valid call.
 
     Raises:
-        ValueError: an example does not match the input schema.
+        InvalidArgument: an example does not match the input schema.
     """
     if not examples:
         return
     validator = jsonschema_rs.Draft202012Validator(dict(schema))
     for index, example in enumerate(examples):
         for error in validator.iter_errors(dict(example)):
-            raise ValueError(f"tool {name!r}: input_examples[{index}] is invalid: {error.message}")
+            raise InvalidArgument(
+                f"tool {name!r}: input_examples[{index}] is invalid: {error.message}"
+            )
 
 
 def _concise_view(concise: ConciseView | Sequence[str] | None) -> ConciseView | None:

@@ -28,17 +28,15 @@ import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import anyio.from_thread
 
 from callgate import access
 from callgate.clock import Clock
-from callgate.errors import ConstructionError, TransientError
+from callgate.contract.identity import Principal
+from callgate.errors import ConstructionError, InvalidArgument, TransientError
 from callgate.store.base import HandleRecord
-
-if TYPE_CHECKING:
-    from callgate.contract.context import Principal
 
 __all__ = ["Handle", "HandleConflict", "HandleKind", "HandleStore", "Handles", "UnknownHandle"]
 
@@ -64,7 +62,7 @@ class HandleKind:
         plural: The plural of ``name``; ``name + "s"`` by default.
 
     Raises:
-        ValueError: A malformed ``prefix``, or a ``ttl`` that is not a positive
+        InvalidArgument: A malformed ``prefix``, or a ``ttl`` that is not a positive
             whole number of seconds.
     """
 
@@ -76,10 +74,12 @@ class HandleKind:
 
     def __post_init__(self) -> None:
         if not _PREFIX.fullmatch(self.prefix):
-            raise ValueError(f"handle prefix must be 2-8 lowercase letters, not {self.prefix!r}")
+            raise InvalidArgument(
+                f"handle prefix must be 2-8 lowercase letters, not {self.prefix!r}"
+            )
         seconds = self.ttl.total_seconds()
         if seconds < 1 or seconds != int(seconds):
-            raise ValueError(
+            raise InvalidArgument(
                 f"handle ttl must be a positive whole number of seconds, not {seconds}"
             )
 

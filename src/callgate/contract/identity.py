@@ -1,4 +1,5 @@
-"""Identities in one canonical form, made once where a :class:`Principal` is built.
+"""Who is calling: the :class:`Principal`, and identities in one canonical form,
+made once where a principal is built.
 
 Every decision that compares who someone is (four eyes, tenant isolation, the
 owner of a run, a task or a handle) compares these canonical forms, so
@@ -21,11 +22,16 @@ checked the same way.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from callgate.errors import UserError
 
 __all__ = [
     "MAX_IDENTITY_CHARS",
     "InvalidIdentity",
+    "Principal",
     "canonical",
     "canonical_optional",
     "canonical_set",
@@ -38,7 +44,7 @@ MAX_IDENTITY_CHARS = 256
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"})
 
 
-class InvalidIdentity(ValueError):
+class InvalidIdentity(UserError, ValueError):
     """A user, tenant, role or scope that cannot be an identity (empty, control
     characters, too long). The message names the field and the problem."""
 
@@ -99,3 +105,53 @@ def same_identity(a: str | None, b: str | None) -> bool:
         return canonical("identity", a) == canonical("identity", b)
     except InvalidIdentity:
         return False
+
+
+@dataclass(kw_only=True, frozen=True)
+class Principal:
+    """The authenticated caller on whose behalf a tool runs.
+
+    Set by the server from authentication, never by the model. ``attributes``
+    holds further trusted values (project, locale, ...) that tools can receive
+    through trusted fields.
+
+    ``user``, ``tenant`` and ``roles`` are kept in their canonical form
+    (stripped, NFKC, case-folded) and ``scopes`` stripped: see the top of this
+    module.
+
+    Raises:
+        InvalidIdentity: a value is empty, too long or holds control or invisible
+            characters.
+    """
+
+    user: str
+    tenant: str | None = None
+    scopes: frozenset[str] = frozenset()
+    roles: frozenset[str] = frozenset()
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+
+    def __init__(
+        self,
+        user: str,
+        tenant: str | None = None,
+        scopes: Iterable[str] = (),
+        roles: Iterable[str] = (),
+        attributes: Mapping[str, Any] | None = None,
+    ) -> None:
+        # Identities are normalized here, once: every comparison downstream
+        # (four eyes, tenant isolation, ownership) relies on the canonical form.
+        object.__setattr__(self, "user", canonical("user", user))
+        object.__setattr__(self, "tenant", canonical_optional("tenant", tenant))
+        object.__setattr__(self, "scopes", canonical_set("scopes", scopes, fold_case=False))
+        object.__setattr__(self, "roles", canonical_set("roles", roles))
+        object.__setattr__(self, "attributes", dict(attributes or {}))
+
+    def as_cel(self) -> dict[str, Any]:
+        """The principal as policy conditions see it."""
+        return {
+            "user": self.user,
+            "tenant": self.tenant or "",
+            "scopes": sorted(self.scopes),
+            "roles": sorted(self.roles),
+            "attributes": dict(self.attributes),
+        }

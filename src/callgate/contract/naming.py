@@ -8,13 +8,15 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from callgate.errors import UserError
+
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 _PART = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 MAX_NAME_LENGTH = 128
 
 
-class InvalidToolName(ValueError):
+class InvalidToolName(UserError, ValueError):
     """A tool or toolbox name breaks the naming rules."""
 
 

@@ -35,8 +35,10 @@ from typing import Any, Literal
 import anyio.to_thread
 
 from callgate.contract.content import Block, Text
-from callgate.contract.context import Principal, ToolContext
+from callgate.contract.context import ToolContext
 from callgate.contract.docstrings import parse_docstring
+from callgate.contract.identity import Principal
+from callgate.errors import InvalidDefinition, UserError
 
 __all__ = [
     "DuplicatePrompt",
@@ -59,15 +61,15 @@ deadline and thread caps); by default a sync function runs in a worker thread.""
 _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class DuplicateResource(ValueError):
+class DuplicateResource(UserError, ValueError):
     """Two resources of one toolbox share a URI (or URI template)."""
 
 
-class DuplicatePrompt(ValueError):
+class DuplicatePrompt(UserError, ValueError):
     """Two prompts of one toolbox share a name."""
 
 
-class MissingPromptArgument(ValueError):
+class MissingPromptArgument(UserError, ValueError):
     """A prompt was rendered without one of its required arguments."""
 
     def __init__(self, prompt: str, missing: Sequence[str]) -> None:
@@ -291,9 +293,11 @@ def _parameters(
         params.append(param)
     for param in params:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
-            raise TypeError(f"{fn.__qualname__}: parameter {param.name!r} must be a plain keyword")
+            raise InvalidDefinition(
+                f"{fn.__qualname__}: parameter {param.name!r} must be a plain keyword"
+            )
         if param.name in hints and not _is_string(hints[param.name]):
-            raise TypeError(
+            raise InvalidDefinition(
                 f"{fn.__qualname__}: parameter {param.name!r} must be a str (or a Literal of "
                 f"strings): clients send every argument as a string"
             )
@@ -306,7 +310,7 @@ def _completions(
     out = {name: tuple(values) for name, values in (given or {}).items()}
     unknown = set(out) - set(names)
     if unknown:
-        raise TypeError(f"{where}: completions for unknown argument(s) {sorted(unknown)}")
+        raise InvalidDefinition(f"{where}: completions for unknown argument(s) {sorted(unknown)}")
     return out
 
 
@@ -326,14 +330,14 @@ def resource_from_function(
     """Describe ``fn`` as the resource at ``uri`` (see ``Toolbox.resource``).
 
     Raises:
-        TypeError: the function's parameters are not the template's variables.
+        InvalidDefinition: the function's parameters are not the template's variables.
     """
     variables = _VARIABLE.findall(uri)
     if len(set(variables)) != len(variables):
-        raise TypeError(f"URI template {uri!r} repeats a variable")
+        raise InvalidDefinition(f"URI template {uri!r} repeats a variable")
     params, hints, context = _parameters(fn)
     if {p.name for p in params} != set(variables):
-        raise TypeError(
+        raise InvalidDefinition(
             f"{fn.__qualname__}: parameters {[p.name for p in params]} must be the "
             f"variables of {uri!r}: {variables}"
         )
@@ -372,7 +376,7 @@ def prompt_from_function(
     ``Args:`` section describes them.
 
     Raises:
-        TypeError: a parameter is not a plain keyword, or ``completions`` names
+        InvalidDefinition: a parameter is not a plain keyword, or ``completions`` names
             an unknown argument.
     """
     params, hints, context = _parameters(fn)

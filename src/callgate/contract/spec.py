@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from callgate.contract.annotations import RiskTier, ToolAnnotations, derive_risk
 from callgate.contract.context import ToolContext, TrustedField
 from callgate.contract.naming import check_tool_name
+from callgate.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from callgate.contract.change import ChangeBinding
@@ -79,7 +80,7 @@ class ToolSpec:
     def __post_init__(self) -> None:
         check_tool_name(self.name)
         if self.timeout is not None and self.timeout <= 0:
-            raise ValueError(f"tool {self.name!r}: timeout must be positive")
+            raise InvalidArgument(f"tool {self.name!r}: timeout must be positive")
         if not self.contract_hash:
             object.__setattr__(self, "contract_hash", self._compute_hash())
 

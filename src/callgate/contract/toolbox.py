@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, Unpack, cast, overload
 
-from callgate.contract.annotations import RiskTier
 from callgate.contract.change import ChangeBuilder
 from callgate.contract.function import spec_from_function
 from callgate.contract.naming import check_toolbox_name
+from callgate.contract.options import TOOL_OPTIONS, ChangeOptions, ToolOptions, check_options
 from callgate.contract.resources import (
     DuplicatePrompt,
     DuplicateResource,
@@ -21,7 +21,8 @@ from callgate.contract.resources import (
     prompt_from_function,
     resource_from_function,
 )
-from callgate.contract.spec import ConciseView, ToolSpec
+from callgate.contract.spec import ToolSpec
+from callgate.errors import InvalidArgument, UserError
 
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R", bound=ResourceFunction)
@@ -30,35 +31,22 @@ P = TypeVar("P", bound=PromptFunction)
 _OPTIONS_ATTR = "__callgate_tool__"
 
 
-class DuplicateTool(ValueError):
+class DuplicateTool(UserError, ValueError):
     """Two tools of one toolbox share a name."""
 
 
 @overload
 def tool(fn: F, /) -> F: ...
 @overload
-def tool(
-    *,
-    name: str | None = None,
-    title: str | None = None,
-    description: str | None = None,
-    scopes: Iterable[str] = (),
-    read_only: bool | None = None,
-    destructive: bool | None = None,
-    idempotent: bool | None = None,
-    open_world: bool | None = None,
-    risk: RiskTier | str | None = None,
-    timeout: float | None = None,
-    version: str = "1",
-    input_examples: Sequence[Mapping[str, Any]] = (),
-    concise: ConciseView | Sequence[str] | None = None,
-    private_data: bool = False,
-    tags: Iterable[str] = (),
-) -> Callable[[F], F]: ...
-def tool(fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+def tool(**options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
+def tool(fn: F | None = None, /, **options: Unpack[ToolOptions]) -> F | Callable[[F], F]:
     """Mark a function as a tool; a Toolbox built with it (``Toolbox("ops", tools=[fn])``)
     or ``toolbox.add(fn)`` turns it into a ToolSpec. The function is returned unchanged.
+
+    Raises:
+        InvalidDefinition: an option that is not one of :class:`ToolOptions`.
     """
+    check_options(options, TOOL_OPTIONS, "@tool")
 
     def mark(func: F) -> F:
         setattr(func, _OPTIONS_ATTR, dict(options))
@@ -102,27 +90,9 @@ class Toolbox:
     @overload
     def tool(self, fn: F, /) -> F: ...
     @overload
-    def tool(
-        self,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        scopes: Iterable[str] = (),
-        read_only: bool | None = None,
-        destructive: bool | None = None,
-        idempotent: bool | None = None,
-        open_world: bool | None = None,
-        risk: RiskTier | str | None = None,
-        timeout: float | None = None,
-        version: str = "1",
-        input_examples: Sequence[Mapping[str, Any]] = (),
-        concise: ConciseView | Sequence[str] | None = None,
-        private_data: bool = False,
-        tags: Iterable[str] = (),
-    ) -> Callable[[F], F]: ...
+    def tool(self, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
     def tool(  # type: ignore[misc]  # mypy mis-reads the keyword-only overload
-        self, fn: F | None = None, /, **options: Any
+        self, fn: F | None = None, /, **options: Unpack[ToolOptions]
     ) -> F | Callable[[F], F]:
         """Register a function as a tool of this toolbox (usable bare or with options).
 
@@ -130,7 +100,13 @@ class Toolbox:
         loop, so it must not block: blocking code (``time.sleep``, a sync client,
         a long computation) belongs in a sync function. An async tool that blocks
         the loop is named in the log and its call's audit detail.
+
+        Raises:
+            InvalidDefinition: an option that is not one of :class:`ToolOptions`, or
+                a function that cannot be described (see ``spec_from_function``).
+            DuplicateTool: a tool of that name exists already.
         """
+        check_options(options, TOOL_OPTIONS, f"Toolbox({self.name!r}).tool")
 
         def register(func: F) -> F:
             self.add(func, **options)
@@ -138,48 +114,30 @@ class Toolbox:
 
         return register(fn) if fn is not None else register
 
-    def change(
-        self,
-        name: str,
-        *,
-        scopes: Iterable[str] = (),
-        ttl: float = 600.0,
-        destructive: bool = True,
-        open_world: bool = False,
-        risk: RiskTier | str | None = None,
-        timeout: float | None = None,
-        title: str | None = None,
-        private_data: bool = False,
-        input_examples: Sequence[Mapping[str, Any]] = (),
-    ) -> ChangeBuilder:
+    def change(self, name: str, **options: Unpack[ChangeOptions]) -> ChangeBuilder:
         """Declare a previewed change: ``<name>_preview``, ``_apply`` and ``_status``.
 
         Decorate the impact function with ``.preview`` and the performing one with
-        ``.apply``; see ``callgate.contract.change``. ``ttl`` is how long a preview
-        id stays valid (stated in the tool descriptions).
-        """
-        return ChangeBuilder(
-            self,
-            name,
-            scopes=scopes,
-            ttl=ttl,
-            destructive=destructive,
-            open_world=open_world,
-            risk=risk,
-            timeout=timeout,
-            title=title,
-            private_data=private_data,
-            input_examples=input_examples,
-        )
+        ``.apply``; see ``callgate.contract.change``. The options are those of
+        :class:`ChangeOptions`; ``ttl`` is how long a preview id stays valid
+        (stated in the tool descriptions).
 
-    def add(self, fn: Callable[..., Any], **options: Any) -> ToolSpec:
+        Raises:
+            InvalidDefinition: an option that is not one of :class:`ChangeOptions`.
+            InvalidArgument: ``ttl`` is not positive.
+        """
+        return ChangeBuilder(self, name, **options)
+
+    def add(self, fn: Callable[..., Any], **options: Unpack[ToolOptions]) -> ToolSpec:
         """Register ``fn``; options given here override those of ``@tool``.
 
         Raises:
             DuplicateTool: a tool of that name exists already.
-            TypeError: the function cannot be described (see ``spec_from_function``).
+            InvalidDefinition: the function cannot be described, or an option is
+                unknown (see ``spec_from_function``).
         """
-        merged = {**getattr(fn, _OPTIONS_ATTR, {}), **options}
+        marked = cast(ToolOptions, getattr(fn, _OPTIONS_ATTR, {}))
+        merged: ToolOptions = {**marked, **options}
         spec = spec_from_function(fn, toolbox=self.name, trusted_source=self.trusted, **merged)
         return self.add_spec(spec)
 
@@ -188,10 +146,10 @@ class Toolbox:
 
         Raises:
             DuplicateTool: a tool of that name exists already.
-            ValueError: the spec belongs to another toolbox.
+            InvalidArgument: the spec belongs to another toolbox.
         """
         if spec.toolbox != self.name:
-            raise ValueError(f"tool {spec.name!r} belongs to toolbox {spec.toolbox!r}")
+            raise InvalidArgument(f"tool {spec.name!r} belongs to toolbox {spec.toolbox!r}")
         if spec.name in self._specs:
             raise DuplicateTool(f"toolbox {self.name!r} already has a tool {spec.name!r}")
         if self.tenants is not None and spec.tenants is None:
@@ -220,7 +178,7 @@ class Toolbox:
 
         Raises:
             DuplicateResource: the toolbox has a resource at ``uri`` already.
-            TypeError: the parameters are not the template's variables.
+            InvalidDefinition: the parameters are not the template's variables.
         """
 
         def register(func: R) -> R:
@@ -285,7 +243,7 @@ class Toolbox:
 
         Raises:
             DuplicatePrompt: the toolbox has a prompt of that name already.
-            TypeError: a parameter is positional-only or variadic.
+            InvalidDefinition: a parameter is positional-only or variadic.
         """
 
         def register(func: P) -> P:

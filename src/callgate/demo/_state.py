@@ -33,7 +33,7 @@ from callgate.demo._records import (
     NoteRecord,
     OutboxMessage,
 )
-from callgate.errors import ConstructionError, PermissionDenied
+from callgate.errors import ConstructionError, PermissionDenied, RuntimeFailure
 
 STATE_FORMAT = 1
 """Version of the state file's layout."""
@@ -57,7 +57,7 @@ _DEPLOYMENTS = TypeAdapter(list[DeploymentRecord])
 _OUTBOX = TypeAdapter(list[OutboxMessage])
 
 
-class DemoStateError(RuntimeError):
+class DemoStateError(RuntimeFailure, RuntimeError):
     """The state file cannot be read (corrupt, or written by another format)."""
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from callgate import access
 from callgate.clock import SYSTEM_CLOCK, Clock
 from callgate.contract import Principal
-from callgate.errors import ErrorKind
+from callgate.errors import ErrorKind, RuntimeFailure
 from callgate.runtime import idempotency, redaction
 from callgate.runtime.call import Call
 from callgate.runtime.envelope import ApprovalRequest, Decision, Envelope, ErrorInfo, Status
@@ -38,7 +38,7 @@ APPROVAL_STATUS_TOOL = "callgate.approval_status"
 """The built-in tool that tells where an approval request stands."""
 
 
-class ApprovalError(Exception):
+class ApprovalError(RuntimeFailure):
     """A decision that cannot be taken.
 
     ``code`` says why, for programs: ``unknown``, ``self_approval``,

@@ -6,8 +6,10 @@ import base64
 import json
 from dataclasses import dataclass
 
+from callgate.errors import UserError
 
-class BadCursor(ValueError):
+
+class BadCursor(UserError, ValueError):
     """The cursor is not one callgate issued."""
 
 

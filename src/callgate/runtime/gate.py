@@ -15,6 +15,7 @@ import platformdirs
 from callgate import access
 from callgate.clock import Clock
 from callgate.contract import Principal, Toolbox, ToolNames, ToolSink, ToolSpec
+from callgate.errors import InvalidArgument
 from callgate.runtime import pipeline
 from callgate.runtime._sync import LoopThread, closed, closes_at_exit
 from callgate.runtime.approvals import ApprovalError, Approvals
@@ -82,6 +83,10 @@ class Gate:
             idempotency keys, results, handles, tasks); the gate's store reads the
             same clock (it is given to it). By default the store's own, the system
             clock unless the store was made with another: see :mod:`callgate.clock`.
+
+    Raises:
+        InvalidArgument: a name given both in ``context`` and in ``secrets``.
+        DuplicateToolbox: two toolboxes share a name.
     """
 
     def __init__(
@@ -113,7 +118,7 @@ class Gate:
             )
         clash = set(context or {}) & set(secrets or {})
         if clash:
-            raise ValueError(f"{sorted(clash)} given both as context and as secrets")
+            raise InvalidArgument(f"{sorted(clash)} given both as context and as secrets")
         self._context = {**(context or {}), **(secrets or {})}
         self._secret_sources = frozenset(secrets or {})
         self.runner = Runner(
@@ -241,13 +246,13 @@ class Gate:
                 Envelope, the audit and policy keep the full names.
 
         Raises:
-            ValueError: a bad ``timeout`` or ``idempotency_key``.
+            InvalidArgument: a bad ``timeout`` or ``idempotency_key`` (a ValueError).
             Exception: the store cannot be opened at all (the gate cannot start).
         """
         if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+            raise InvalidArgument(f"timeout must be a positive number of seconds, not {timeout!r}")
         if idempotency_key is not None and len(idempotency_key) > MAX_KEY_CHARS:
-            raise ValueError(
+            raise InvalidArgument(
                 f"idempotency_key must be at most {MAX_KEY_CHARS} characters, "
                 f"not {len(idempotency_key):,}"
             )

@@ -5,10 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from callgate.errors import InvalidArgument
+
 
 @dataclass(kw_only=True, frozen=True)
 class Limits:
-    """Bounds the gate enforces on every call."""
+    """Bounds the gate enforces on every call.
+
+    Raises:
+        InvalidArgument: a bound that cannot work (a timeout not positive, fewer
+            threads per tool than one, a result budget below its floor).
+    """
 
     default_timeout: float = 30.0
     """Seconds a tool may run when its contract names no timeout."""
@@ -49,16 +56,16 @@ class Limits:
 
     def __post_init__(self) -> None:
         if self.default_timeout <= 0 or self.max_timeout <= 0:
-            raise ValueError("timeouts must be positive")
+            raise InvalidArgument("timeouts must be positive")
         if self.max_attempts < 1:
-            raise ValueError("max_attempts must be at least 1")
+            raise InvalidArgument("max_attempts must be at least 1")
         if self.max_result_tokens < 50:
-            raise ValueError("max_result_tokens must be at least 50")
+            raise InvalidArgument("max_result_tokens must be at least 50")
         if self.max_result_bytes < self.max_result_tokens * 4:
-            raise ValueError("max_result_bytes must hold at least max_result_tokens * 4 bytes")
+            raise InvalidArgument("max_result_bytes must hold at least max_result_tokens * 4 bytes")
         if self.max_argument_bytes < 1_000:
-            raise ValueError("max_argument_bytes must be at least 1,000")
+            raise InvalidArgument("max_argument_bytes must be at least 1,000")
         if self.backlog_limit < 1:
-            raise ValueError("backlog_limit must be at least 1")
+            raise InvalidArgument("backlog_limit must be at least 1")
         if self.tool_threads < 1 or self.max_threads < self.tool_threads:
-            raise ValueError("tool_threads must be at least 1 and at most max_threads")
+            raise InvalidArgument("tool_threads must be at least 1 and at most max_threads")

@@ -37,6 +37,7 @@ from typing import Any
 
 from callgate.contract import Principal, RiskTier, ToolSpec
 from callgate.contract.identity import InvalidIdentity, canonical, canonical_set
+from callgate.errors import RuntimeFailure, UserError
 from callgate.store.base import ApprovedBy
 
 _ARG_REF = re.compile(r"\bargs\.([A-Za-z_][A-Za-z0-9_]*)|\bargs\[\s*[\"']([^\"']+)[\"']\s*\]")
@@ -59,7 +60,7 @@ class Effect(StrEnum):
 _STRICTNESS = {Effect.ALLOW: 0, Effect.REQUIRE_APPROVAL: 1, Effect.AUTO_APPROVE: 2, Effect.DENY: 3}
 
 
-class PolicyError(ValueError):
+class PolicyError(UserError, ValueError):
     """A rule is malformed (bad CEL, unknown effect or risk tier)."""
 
 
@@ -274,7 +275,7 @@ def _declared(spec: ToolSpec) -> set[str]:
     return names
 
 
-class PolicyEvaluationError(RuntimeError):
+class PolicyEvaluationError(RuntimeFailure, RuntimeError):
     """A CEL condition failed at evaluation time."""
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from callgate.contract import Principal, Toolbox, ToolSpec
+from callgate.errors import UserError
 
 
-class DuplicateToolbox(ValueError):
+class DuplicateToolbox(UserError, ValueError):
     """Two toolboxes of one gate share a name."""
 
 

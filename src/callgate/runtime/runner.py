@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import anyio
 
-from callgate.errors import ErrorKind, ToolError
+from callgate.errors import ErrorKind, RuntimeFailure, ToolError
 from callgate.runtime.deadline import Alarm, Deadline, wait_until
 from callgate.runtime.loopwatch import BLOCK_THRESHOLD, LoopWatch, ToolTask
 from callgate.runtime.workers import Worker, Workers, workers
@@ -65,7 +65,7 @@ Work = Callable[[], Any]
 OnLate = Callable[["LateEnd"], Awaitable[None]]
 
 
-class Unresponsive(Exception):
+class Unresponsive(RuntimeFailure):
     """Refused before starting: the tool's stray work fills its cap."""
 
     def __init__(self, tool: str, stuck: int) -> None:
@@ -74,7 +74,7 @@ class Unresponsive(Exception):
         self.stuck = stuck
 
 
-class NotStarted(TimeoutError):
+class NotStarted(RuntimeFailure, TimeoutError):
     """The deadline passed while the call waited for a thread: its function never ran."""
 
     def __init__(self, tool: str) -> None:
@@ -82,7 +82,7 @@ class NotStarted(TimeoutError):
         self.tool = tool
 
 
-class Overran(TimeoutError):
+class Overran(RuntimeFailure, TimeoutError):
     """The deadline passed while the function ran.
 
     ``stray`` when it still runs (tracked until it ends): another attempt would

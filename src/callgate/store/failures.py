@@ -17,6 +17,8 @@ import sqlite3
 
 import sqlalchemy.exc
 
+from callgate.errors import RuntimeFailure
+
 __all__ = ["StoreUnavailable", "describe", "is_unavailable"]
 
 # SQLSTATE classes of a PostgreSQL server that cannot serve now: connection
@@ -25,7 +27,7 @@ __all__ = ["StoreUnavailable", "describe", "is_unavailable"]
 _PG_UNAVAILABLE = ("08", "53", "57P", "40001", "40P01")
 
 
-class StoreUnavailable(Exception):
+class StoreUnavailable(RuntimeFailure):
     """The store did not answer within its time (e.g. this process's writers queued)."""
 
 
