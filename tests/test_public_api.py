@@ -7,10 +7,12 @@ import callgate
 
 EXPORTED = [
     "ApprovalError",
+    "ApprovalRequest",
     "Approvals",
     "Approvers",
     "BusinessStateError",
     "CallgateError",
+    "Clock",
     "ConstructionError",
     "Decision",
     "Effect",
@@ -18,8 +20,10 @@ EXPORTED = [
     "ErrorInfo",
     "ErrorKind",
     "Gate",
+    "InputRequest",
     "InvalidIdentity",
     "Limits",
+    "ManualClock",
     "PermissionDenied",
     "Policy",
     "PolicyError",

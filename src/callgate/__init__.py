@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from callgate._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from callgate.clock import Clock, ManualClock
     from callgate.contract import (
         InvalidIdentity,
         Principal,
@@ -39,7 +40,16 @@ if TYPE_CHECKING:
         UserError,
     )
     from callgate.runtime.approvals import ApprovalError, Approvals
-    from callgate.runtime.envelope import Decision, Envelope, ErrorInfo, Status, Timing, Truncation
+    from callgate.runtime.envelope import (
+        ApprovalRequest,
+        Decision,
+        Envelope,
+        ErrorInfo,
+        InputRequest,
+        Status,
+        Timing,
+        Truncation,
+    )
     from callgate.runtime.gate import Gate
     from callgate.runtime.limits import Limits
     from callgate.runtime.policy import Approvers, Effect, Policy, PolicyError, Rule
@@ -74,6 +84,10 @@ _HOMES = {
     "Approvals": "callgate.runtime.approvals",
     "Limits": "callgate.runtime.limits",
     "Decision": "callgate.runtime.envelope",
+    "ApprovalRequest": "callgate.runtime.envelope",
+    "InputRequest": "callgate.runtime.envelope",
+    "Clock": "callgate.clock",
+    "ManualClock": "callgate.clock",
     "Envelope": "callgate.runtime.envelope",
     "ErrorInfo": "callgate.runtime.envelope",
     "Status": "callgate.runtime.envelope",
@@ -95,10 +109,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ApprovalError",
+    "ApprovalRequest",
     "Approvals",
     "Approvers",
     "BusinessStateError",
     "CallgateError",
+    "Clock",
     "ConstructionError",
     "Decision",
     "Effect",
@@ -106,8 +122,10 @@ __all__ = [
     "ErrorInfo",
     "ErrorKind",
     "Gate",
+    "InputRequest",
     "InvalidIdentity",
     "Limits",
+    "ManualClock",
     "PermissionDenied",
     "Policy",
     "PolicyError",
