@@ -60,6 +60,34 @@ async def test_parked_call_shows_exact_inputs_and_runs_once_approved(
     assert decision[0].decision == "approved" and decision[0].call_id == approval_id
 
 
+async def test_an_approved_run_that_failed_in_its_tool_spends_the_approval() -> None:
+    from callgate import BusinessStateError, Toolbox
+
+    tried: list[int] = []
+    box = Toolbox("vault")
+
+    @box.tool(scopes={"bank:write"}, idempotent=False)
+    def withdraw(amount: int) -> int:
+        """Withdraw money (it may have moved some before it fails)."""
+        tried.append(amount)
+        raise BusinessStateError("The vault refused the withdrawal.")
+
+    policy = Policy([Rule("require_approval", tools=["vault.withdraw"], reason="vault")])
+    async with Gate([box], store=MemoryStore(), policy=policy) as gate:
+        first = await gate.call("vault.withdraw", {"amount": 9}, principal=ALICE)
+        approval_id = str(first.payload["approval_id"])
+        await (await gate.approvals()).approve(approval_id, by=Principal("carol", "acme"))
+        failed = await gate.call("vault.withdraw", {"amount": 9}, principal=ALICE)
+        again = await gate.call("vault.withdraw", {"amount": 9}, principal=ALICE)
+        record = await (await gate.approvals()).get(approval_id)
+    assert failed.error is not None and failed.error.kind is ErrorKind.BUSINESS_STATE
+    # The tool ran, so the approval is not given back: the same call needs a new one.
+    assert record is not None and record.state == "used" and record.used_by_call == failed.call_id
+    assert again.status is Status.PENDING_APPROVAL
+    assert again.payload["approval_id"] != approval_id
+    assert tried == [9]
+
+
 async def test_an_approval_does_not_cover_other_arguments_or_a_second_run(
     make_gate: GateFactory,
 ) -> None:
