@@ -212,6 +212,29 @@ def test_records_compare_owners_in_their_canonical_form() -> None:
     assert check(Principal("root", "ops", roles={"admin"}), Action.VIEW_APPROVAL, Row())
     assert check(Principal("bob", "acme"), Action.DECIDE_APPROVAL, Row()).code == "ok"
 
+    class Legacy(Row):
+        approvers = ({"roles": [" Finance"], "users": ["Dana@ACME.example "]},)
+
+    # Approver sets stored before canonical identities still name the same people.
+    assert check(Principal("erin", "acme", roles={"finance"}), Action.DECIDE_APPROVAL, Legacy())
+    assert check(Principal("dana@acme.example", "acme"), Action.DECIDE_APPROVAL, Legacy())
+    refused = check(Principal("carol", "acme"), Action.DECIDE_APPROVAL, Legacy())
+    assert refused.code == "not_an_approver"
+
+
+def test_no_tenant_is_not_a_tenant_everyone_without_one_shares() -> None:
+    class Row:
+        user = "alice"
+        tenant = None
+        approved_by = "another"
+        approvers: tuple[dict[str, object], ...] = ()
+
+    assert check(Principal("alice", None), Action.VIEW_APPROVAL, Row())
+    assert check(Principal("root", None, roles={"admin"}), Action.VIEW_APPROVAL, Row())
+    refused = check(Principal("bob", None), Action.VIEW_APPROVAL, Row())
+    assert not refused and refused.code == "not_found"
+    assert check(Principal("bob", None), Action.READ_OWN, Row()).code == "not_found"
+
 
 _HAND_WRITTEN = re.compile(
     r"\.(user|tenant)\s*[!=]=\s*\w+\.(principal\.)?(user|tenant)\b"

@@ -233,6 +233,7 @@ async def test_no_tools_sends_neither_tools_nor_tool_choice(
 ) -> None:
     wire.answers.append((200, fixture("message_text.json")))
     await model.request(ModelRequest(messages=(UserMessage(content="Hi"),), tool_choice="any"))
+    assert wire.body["messages"] == [{"role": "user", "content": "Hi"}]  # the request went out
     assert "tools" not in wire.body and "tool_choice" not in wire.body and "system" not in wire.body
 
 

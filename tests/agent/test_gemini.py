@@ -329,6 +329,7 @@ async def test_a_request_without_tools_sends_neither_tools_nor_tool_config() -> 
     wire = Wire(_text("Hello."))
     await wire.model().request(ModelRequest(messages=(UserMessage(content="hi"),)))
     body = wire.body()
+    assert body["contents"] == [{"role": "user", "parts": [{"text": "hi"}]}]  # it went out
     assert "tools" not in body and "toolConfig" not in body and "systemInstruction" not in body
 
 

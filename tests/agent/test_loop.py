@@ -197,24 +197,31 @@ async def test_errors_go_back_to_the_model_with_what_to_do_next(ops: Ops) -> Non
 
 
 @pytest.mark.parametrize(
-    ("limits", "script", "reason"),
+    ("limits", "script", "reason", "requests"),
     [
-        (RunLimits(max_turns=2), [call("ops.status", {"deploy_id": "D-1"})] * 3, "turn limit (2)"),
+        (
+            RunLimits(max_turns=2),
+            [call("ops.status", {"deploy_id": "D-1"})] * 3,
+            "turn limit (2)",
+            2,
+        ),
         (
             RunLimits(max_tool_calls=2),
             [calls(*[("ops.status", {"deploy_id": f"D-{i}"}) for i in range(3)])],
             "tool call limit (2)",
+            1,
         ),
         (
             RunLimits(max_tokens=150),
             [call("ops.status", {"deploy_id": "D-1"})] * 3,
             "token limit (150)",
+            2,  # 110 tokens a request: the second reaches the limit
         ),
-        (RunLimits(wall_time=0.3), [call("ops.wait_forever")], "wall time limit (0.3 s)"),
+        (RunLimits(wall_time=0.3), [call("ops.wait_forever")], "wall time limit (0.3 s)", 1),
     ],
 )
 async def test_a_limit_ends_the_run_with_its_reason(
-    ops: Ops, limits: RunLimits, script: list[ModelResponse], reason: str
+    ops: Ops, limits: RunLimits, script: list[ModelResponse], reason: str, requests: int
 ) -> None:
     model = ScriptedModel(script, tokens=(100, 10))
     events: list[RunEvent] = []
@@ -227,6 +234,8 @@ async def test_a_limit_ends_the_run_with_its_reason(
     assert result.status == "stopped" and reason in result.reason
     assert events[-1].kind == "stopped" and reason in events[-1].text
     assert stored is not None and stored.status == "stopped"
+    # Stopped at the limit, not one request after it.
+    assert len(model.requests) == result.usage.requests == requests
 
 
 async def test_a_forced_tool_extracts_structured_data_and_ends_the_run(ops: Ops) -> None:

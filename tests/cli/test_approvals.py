@@ -74,6 +74,9 @@ def test_list_filters_by_state(cli: Cli) -> None:
     assert [a["id"] for a in pending] == [pending_id]
     assert [a["id"] for a in denied] == [denied_id]
     assert bad.exit_code == 2
+    # Refused for the state it named, with the ones it may name (not another usage error).
+    assert "Invalid value for '--state'" in bad.stderr
+    assert "'maybe' is not one of 'pending', 'approved', 'denied', 'used', 'expired'" in bad.stderr
 
 
 def test_show_gives_every_exact_argument_who_asked_and_why(cli: Cli) -> None:

@@ -101,3 +101,6 @@ async def test_a_tenant_id_sent_by_the_model_does_not_open_other_notes(
     )
     assert env.error is not None
     assert env.error.kind is ErrorKind.PERMISSION
+    # Refused as another tenant's note (alice's own tenant was used), not for a scope.
+    assert "another tenant" in env.error.message_for_model
+    assert "pricing" not in env.error.message_for_model.lower()

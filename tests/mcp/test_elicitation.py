@@ -215,6 +215,7 @@ async def test_questions_not_asked_are_closed_when_one_cannot_be(gate: Gate) -> 
     async with Client(server, mode="legacy", sampling_callback=fake.sample) as mcp:
         result = await mcp.call_tool("test_input_required_result_multiple_inputs", {})
     assert result.is_error
+    assert "this client cannot ask the user questions (elicitation)" in text(result)
     assert fake.asked == []
 
 

@@ -17,6 +17,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.session import IncomingMessage
 from mcp.client.stdio import stdio_client
+from mcp.server.session import ServerSession
 
 from callgate import Gate, Limits, Principal, Toolbox, ToolContext
 from callgate.mcp import build_server
@@ -148,14 +149,35 @@ async def test_a_change_made_in_another_thread_is_announced(gate: Gate) -> None:
             assert "shop__gen_0" in {t.name for t in (await client.list_tools()).tools}
 
 
-async def test_closed_connections_are_forgotten(gate: Gate) -> None:
+async def test_closed_connections_are_forgotten(
+    gate: Gate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notified: list[ServerSession] = []
+    send = ServerSession.send_tool_list_changed
+
+    async def spy(session: ServerSession) -> None:
+        notified.append(session)
+        await send(session)
+
+    monkeypatch.setattr(ServerSession, "send_tool_list_changed", spy)
+    changed = anyio.Event()
+
+    async def on_message(message: IncomingMessage) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
     server = build_server(gate, principal=ALICE)
     with anyio.fail_after(5):
-        async with Client(server, mode="legacy") as client:
-            await client.list_tools()
-    # After the client left, a change notifies nobody and raises nothing.
-    _add_ping(_shop(gate))
-    await asyncio.sleep(0.05)
+        async with Client(server, mode="legacy") as gone:
+            await gone.list_tools()
+        async with Client(server, mode="legacy", message_handler=on_message) as staying:
+            await staying.list_tools()
+            _add_ping(_shop(gate))
+            # Connections are told in the order they came: once the one still
+            # open has heard, the closed one would have been tried already.
+            await changed.wait()
+    # After a client left, a change is sent to the clients still connected only.
+    assert len(notified) == 1
 
 
 # -- cancellation ---------------------------------------------------------------------

@@ -122,8 +122,9 @@ async def test_validation_error_is_a_tool_error_with_the_fix(client: Client) -> 
         result = await client.call_tool("shop__order_count", {"status": "opne"})
     assert result.is_error
     text = _text(result)
-    assert "status" in text and "open" in text
-    assert "Next step:" in text
+    assert 'Argument \'status\': "opne" is not allowed. Allowed values: "open", "closed".' in text
+    assert "Did you mean 'open'?" in text
+    assert "Next step: Fix the arguments and call shop__order_count again." in text
     assert result.structured_content is None
 
 

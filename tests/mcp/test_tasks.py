@@ -250,7 +250,10 @@ async def test_a_task_only_tool_needs_the_extension() -> None:
 async def test_a_task_only_tool_runs_synchronously_at_2025_11_25() -> None:
     async with serving(tasks=False, mode="legacy") as client:
         result = await client.call_tool("failing_job", {})
+    # The tool ran (without a task) and its own error came back.
     assert result.is_error
+    assert isinstance(result.content[0], types.TextContent)
+    assert "failing_job always fails" in result.content[0].text
 
 
 YES = {"action": "accept", "content": {"confirm": True}}

@@ -61,6 +61,34 @@ async def test_parked_call_shows_exact_inputs_and_runs_once_approved(
     assert decision[0].decision == "approved" and decision[0].call_id == approval_id
 
 
+async def test_an_approved_run_that_failed_in_its_tool_spends_the_approval() -> None:
+    from callgate import BusinessStateError, Toolbox
+
+    tried: list[int] = []
+    box = Toolbox("vault")
+
+    @box.tool(scopes={"bank:write"}, idempotent=False)
+    def withdraw(amount: int) -> int:
+        """Withdraw money (it may have moved some before it fails)."""
+        tried.append(amount)
+        raise BusinessStateError("The vault refused the withdrawal.")
+
+    policy = Policy([Rule("require_approval", tools=["vault.withdraw"], reason="vault")])
+    async with Gate([box], store=MemoryStore(), policy=policy) as gate:
+        first = await gate.call("vault.withdraw", {"amount": 9}, principal=ALICE)
+        approval_id = str(first.payload["approval_id"])
+        await (await gate.approvals()).approve(approval_id, by=Principal("carol", "acme"))
+        failed = await gate.call("vault.withdraw", {"amount": 9}, principal=ALICE)
+        again = await gate.call("vault.withdraw", {"amount": 9}, principal=ALICE)
+        record = await (await gate.approvals()).get(approval_id)
+    assert failed.error is not None and failed.error.kind is ErrorKind.BUSINESS_STATE
+    # The tool ran, so the approval is not given back: the same call needs a new one.
+    assert record is not None and record.state == "used" and record.used_by_call == failed.call_id
+    assert again.status is Status.PENDING_APPROVAL
+    assert again.payload["approval_id"] != approval_id
+    assert tried == [9]
+
+
 async def test_an_approval_does_not_cover_other_arguments_or_a_second_run(
     make_gate: GateFactory,
 ) -> None:
@@ -113,19 +141,22 @@ async def test_fifty_concurrent_approvals_decide_once(make_gate: GateFactory) ->
         approval_id = await park(gate)
         approvals = await gate.approvals()
         wins: list[str] = []
+        refused: list[str] = []
 
         async def approve(i: int) -> None:
             try:
                 await approvals.approve(approval_id, by=Principal(f"approver{i}", "acme"))
                 wins.append(f"approver{i}")
-            except ApprovalError:
-                pass
+            except ApprovalError as exc:
+                refused.append(exc.code)
 
         async with anyio.create_task_group() as tg:
             for i in range(50):
                 tg.start_soon(approve, i)
         record = await approvals.get(approval_id)
     assert len(wins) == 1 and record is not None and record.decided_by == wins[0]
+    # Every other approver is told it was decided already, not refused for another reason.
+    assert refused == ["already_decided"] * 49
 
 
 async def test_the_resumed_call_is_authorized_again(make_gate: GateFactory) -> None:
@@ -194,10 +225,17 @@ async def test_auto_approval_only_for_trusted_sources() -> None:
         small = await gate.call("bank.pay", {"to": "x", "amount": 5}, principal=ALICE)
         big = await gate.call("bank.pay", {"to": "x", "amount": 50}, principal=ALICE)
         upstream = await gate.call("up.pay", {"amount": 5}, principal=ALICE)
+        records = {r.call_id: r for r in await gate.audit() if r.phase == "final"}
+    small_record, upstream_record = records[small.call_id], records[upstream.call_id]
     assert small.ok and small.decision is not None and small.decision.effect == "auto_approved"
     assert big.status is Status.PENDING_APPROVAL
     assert upstream.status is Status.PENDING_APPROVAL
     assert upstream.error is not None and "untrusted" in upstream.error.message_for_model
+    # The audit says why the upstream's own annotations were not believed.
+    assert upstream_record.detail["annotations"] == (
+        "untrusted source: treated as destructive and open-world"
+    )
+    assert "annotations" not in small_record.detail
 
 
 async def test_approval_status_tool_is_for_the_requester_only() -> None:

@@ -103,9 +103,15 @@ async def test_unknown_tool_suggests_close_names() -> None:
     async with memory_gate() as gate:
         env = await gate.call("t.stats", {}, principal=ALICE)
         bare = await gate.call("status", {}, principal=ALICE)
+        # A tool the caller may not call is never suggested (nor named at all).
+        writer = Principal(user="wes", tenant="acme", scopes={"w"})
+        hidden = await gate.call("t.stats", {}, principal=writer)
     assert env.error is not None and env.error.kind is ErrorKind.CONSTRUCTION
     assert "Did you mean 't.status'?" in env.error.message_for_model
     assert bare.error is not None and "'t.status'" in bare.error.message_for_model
+    assert hidden.error is not None and hidden.error.kind is ErrorKind.CONSTRUCTION
+    assert "Unknown tool 't.stats'." in hidden.error.message_for_model
+    assert "t.status" not in hidden.error.message_for_model
 
 
 async def test_trusted_field_from_the_model_is_dropped_and_audited(make_gate: GateFactory) -> None:
@@ -116,6 +122,23 @@ async def test_trusted_field_from_the_model_is_dropped_and_audited(make_gate: Ga
         records = await gate.audit()
     assert env.status is Status.OK and env.payload["tenant"] == "acme"
     assert records[-1].dropped_fields == ("tenant_id",)
+
+
+async def test_a_trusted_field_the_principal_cannot_fill_refuses_the_call() -> None:
+    counters = Counters()
+    nobody = Principal(user="alice", tenant=None, scopes={"r"})
+    async with memory_gate(counters) as gate:
+        env = await gate.call("t.status", {"deploy_id": "D-1"}, principal=nobody)
+        # What the model sends for the field fills nothing in either.
+        forged = await gate.call(
+            "t.status", {"deploy_id": "D-1", "tenant_id": "acme"}, principal=nobody
+        )
+    for answer in (env, forged):
+        assert answer.error is not None and answer.error.kind is ErrorKind.PERMISSION
+        assert "made without one ('tenant_id' is set by the server" in (
+            answer.error.message_for_model
+        )
+    assert "status" not in counters.runs
 
 
 async def test_other_tenants_object_is_a_permission_error() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from callgate import ErrorKind, Gate, Principal, Status
+from callgate import Envelope, ErrorKind, Gate, Principal, Status, Toolbox
 from callgate.store import MemoryStore, SQLStore
 from tests.pg import POSTGRES_URL, drop_schema
 
@@ -73,6 +73,41 @@ async def test_same_key_with_other_arguments_is_refused(make_gate: GateFactory) 
     assert other.error is not None and other.error.kind is ErrorKind.CONSTRUCTION
     assert "different request" in other.error.message_for_model
     assert counters.runs["transfer"] == 1
+
+
+async def test_other_arguments_under_a_key_still_running_are_refused() -> None:
+    started, release = anyio.Event(), anyio.Event()
+    paid: list[int] = []
+    box = Toolbox("h")
+
+    @box.tool(scopes={"w"}, idempotent=False)
+    async def pay(amount: int) -> int:
+        """Pay, and hold until released."""
+        paid.append(amount)
+        started.set()
+        await release.wait()
+        return amount
+
+    async with Gate([box], store=MemoryStore()) as gate:
+        first: list[Envelope] = []
+
+        async def pay_five() -> None:
+            first.append(
+                await gate.call("h.pay", {"amount": 5}, principal=ALICE, idempotency_key="k")
+            )
+
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(pay_five)
+                await started.wait()
+                # Refused at once: never made to wait for, nor given, the other request's answer.
+                other = await gate.call(
+                    "h.pay", {"amount": 500}, principal=ALICE, idempotency_key="k"
+                )
+                release.set()
+    assert other.error is not None and other.error.kind is ErrorKind.CONSTRUCTION
+    assert "different request" in other.error.message_for_model
+    assert paid == [5] and first[0].ok and first[0].payload == 5
 
 
 async def test_keys_are_scoped_by_tenant(make_gate: GateFactory) -> None:

@@ -127,18 +127,28 @@ async def test_the_approval_question_in_the_mcp_client_never_shows_a_secret(mode
     assert psp.keys == [KEY]
 
 
-def test_config_secrets_come_from_the_environment_only(
+async def test_config_secrets_come_from_the_environment_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    (tmp_path / "psp.py").write_text(
+        "from callgate import Toolbox, Trusted\n"
+        'box = Toolbox("psp")\n'
+        "@box.tool(read_only=True, open_world=False)\n"
+        "def key_is(expected: str, api_key: Trusted[str]) -> bool:\n"
+        '    """Whether the key the tool got is the expected one."""\n'
+        "    return api_key == expected\n"
+    )
     path = tmp_path / "callgate.toml"
-    path.write_text('[secrets]\napi_key = { env = "PSP_KEY" }\n')
+    path.write_text('toolboxes = ["./psp.py:box"]\n[secrets]\napi_key = { env = "PSP_KEY" }\n')
     config = load_config(path)
     monkeypatch.delenv("PSP_KEY", raising=False)
     with pytest.raises(ConfigError, match=r"secrets\.api_key: the environment variable PSP_KEY"):
         config.build_gate("memory://")
     monkeypatch.setenv("PSP_KEY", KEY)
-    gate = config.build_gate("memory://")
-    assert gate.registry is not None
+    async with config.build_gate("memory://") as gate:
+        env = await gate.call("psp.key_is", {"expected": KEY}, principal=ALICE)
+    # The tool got the variable's value (not its name, not nothing).
+    assert env.ok and env.payload is True
     literal = tmp_path / "literal.toml"
     literal.write_text(f'[secrets]\napi_key = "{KEY}"\n')
     with pytest.raises(ConfigError, match="secrets"):

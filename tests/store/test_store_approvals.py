@@ -154,6 +154,22 @@ async def test_consume_uses_an_approval_once(store: Store) -> None:
     assert got is not None and got.state == "used" and got.used_by_call == "call-2"
 
 
+async def test_only_the_call_that_used_an_approval_gives_it_back(store: Store) -> None:
+    await approved(store, approval())
+    await store.consume_approval("ap-1", call_id="call-2", at=NOW)
+
+    by_another = await store.release_approval("ap-1", call_id="call-3")
+    still_used = await store.get_approval("ap-1")
+    by_its_call = await store.release_approval("ap-1", call_id="call-2")
+    again = await store.release_approval("ap-1", call_id="call-2")
+
+    assert (by_another, by_its_call, again) == (False, True, False)
+    assert still_used is not None and still_used.state == "used"
+    assert still_used.used_by_call == "call-2"
+    got = await store.get_approval("ap-1")
+    assert got is not None and got.state == "approved" and got.used_by_call is None
+
+
 async def test_pending_and_unknown_approvals_cannot_be_consumed(store: Store) -> None:
     await store.create_approval(approval())
 

@@ -81,3 +81,25 @@ async def test_complete_stores_the_envelope_for_every_later_caller(store: Store)
 async def test_complete_of_an_unclaimed_scope_raises(store: Store) -> None:
     with pytest.raises(KeyError, match="no idempotency record"):
         await store.complete_idempotency("acme/refund/never", {"status": "ok"})
+
+
+async def test_only_the_claiming_call_releases_a_pending_claim(store: Store) -> None:
+    first = claim("call-1")
+    await store.claim_idempotency(first)
+
+    await store.release_idempotency(first.scope, call_id="call-2")  # not its claim
+    kept = await store.get_idempotency(first.scope)
+    await store.release_idempotency(first.scope, call_id="call-1")
+
+    assert kept == first
+    assert await store.get_idempotency(first.scope) is None
+
+
+async def test_a_completed_claim_is_never_released(store: Store) -> None:
+    await store.claim_idempotency(claim("call-1"))
+    await store.complete_idempotency("acme/refund/k1", {"status": "ok"}, call_id="call-1")
+
+    await store.release_idempotency("acme/refund/k1", call_id="call-1")
+
+    record = await store.get_idempotency("acme/refund/k1")
+    assert record is not None and record.state == "done" and record.envelope == {"status": "ok"}

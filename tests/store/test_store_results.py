@@ -43,11 +43,13 @@ async def test_expired_result_is_gone(store: Store) -> None:
 
 
 async def test_a_ref_is_stored_once(store: Store) -> None:
-    await store.put_result(result("r1"))
+    first = result("r1")
+    await store.put_result(first)
 
     with pytest.raises(ValueError, match="already stored"):
-        await store.put_result(result("r1"))
-    assert await store.get_result("r1") is not None
+        await store.put_result(replace(result("r1"), call_id="call-2", content={"rows": []}))
+    # The first result stays as it was: a second put never overwrites it.
+    assert await store.get_result("r1") == first
 
 
 async def test_null_content_round_trips(store: Store) -> None:
