@@ -76,7 +76,8 @@ async def test_an_approved_run_that_failed_in_its_tool_spends_the_approval() -> 
     policy = Policy([Rule("require_approval", tools=["vault.withdraw"], reason="vault")])
     async with Gate([box], store=MemoryStore(), policy=policy) as gate:
         first = await gate.call("vault.withdraw", {"amount": 9}, principal=ALICE)
-        approval_id = str(first.payload["approval_id"])
+        assert first.approval is not None
+        approval_id = first.approval.approval_id
         await (await gate.approvals()).approve(approval_id, by=Principal("carol", "acme"))
         failed = await gate.call("vault.withdraw", {"amount": 9}, principal=ALICE)
         again = await gate.call("vault.withdraw", {"amount": 9}, principal=ALICE)
@@ -85,7 +86,7 @@ async def test_an_approved_run_that_failed_in_its_tool_spends_the_approval() -> 
     # The tool ran, so the approval is not given back: the same call needs a new one.
     assert record is not None and record.state == "used" and record.used_by_call == failed.call_id
     assert again.status is Status.PENDING_APPROVAL
-    assert again.payload["approval_id"] != approval_id
+    assert again.approval.approval_id != approval_id
     assert tried == [9]
 
 
