@@ -34,6 +34,8 @@ _JSON_TYPES = {
 }
 MAX_MESSAGES = 5
 MAX_UNKNOWN_NAMES = 10
+_TAIL_CHARS = 160
+"""Characters kept of a long message's end: what the value broke."""
 MAX_MESSAGE_CHARS = 300
 _COUNTED_ERRORS = 1000
 """Problems counted at most for "and N more" (counting stops there: "over N")."""
@@ -192,10 +194,18 @@ def _within(err: Any) -> Any:
 
 
 def _bounded(message: str) -> str:
-    """A message cut to ``MAX_MESSAGE_CHARS`` (a value it quotes may be huge)."""
+    """A message cut to about ``MAX_MESSAGE_CHARS`` (a value it quotes may be huge).
+
+    The cut is in the middle: the validator quotes the value first and says what is
+    wrong with it last ("'999...' is longer than 8 characters"), and the model
+    needs both ends.
+    """
     if len(message) <= MAX_MESSAGE_CHARS:
         return message
-    return message[: MAX_MESSAGE_CHARS - 20].rstrip() + f"... ({len(message):,} characters)"
+    tail = min(_TAIL_CHARS, MAX_MESSAGE_CHARS // 2)
+    head = MAX_MESSAGE_CHARS - tail - 40
+    cut = f" ... ({len(message) - head - tail:,} characters cut) ... "
+    return message[:head].rstrip() + cut + message[-tail:].lstrip()
 
 
 def _name(name: str) -> str:
