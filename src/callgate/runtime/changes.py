@@ -211,7 +211,7 @@ async def keep_preview(call: Call, change: ChangeBinding, impact: Any) -> dict[s
     # Kept (and hashed) as shown to people: secrets are injected afresh at apply.
     arguments = call.shown_arguments()
     bound = {**arguments, PREVIEW_ID: preview_id}
-    verdict = await verdict_for(call, apply_spec, bound, impact=impact)
+    verdict = await verdict_for(call, apply_spec, lambda: bound, impact=impact)
     needs_human = verdict.effect is Effect.REQUIRE_APPROVAL
     # A preview awaiting a human stays valid as long as its approval can be given.
     ttl = services.limits.approval_ttl if needs_human else timedelta(seconds=change.ttl)

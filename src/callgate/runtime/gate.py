@@ -272,8 +272,15 @@ class Gate:
             call.names = names
         if trace_id:
             call.trace_id = trace_id
-        with self._busy():
+        # Counted inline (not with _busy): this is every call's path.
+        self._running += 1
+        self._idle.clear()
+        try:
             return await pipeline.run(call)
+        finally:
+            self._running -= 1
+            if self._running == 0:
+                self._idle.set()
 
     async def read_more(
         self, cursor: str, *, principal: Principal, session_id: str | None = None

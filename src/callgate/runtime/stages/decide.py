@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from callgate.contract import ToolSpec
@@ -15,7 +16,7 @@ UNTRUSTED_AUTO_APPROVAL = "(not for tools of an untrusted source)"
 
 
 async def verdict_for(
-    call: Call, spec: ToolSpec, arguments: dict[str, Any], *, impact: Any
+    call: Call, spec: ToolSpec, arguments: Callable[[], dict[str, Any]], *, impact: Any
 ) -> Verdict:
     """What a call of ``spec`` with ``arguments`` by ``call``'s principal, in its
     session, gets: the policy's verdict, upgraded to an approval where the lethal
@@ -24,9 +25,12 @@ async def verdict_for(
 
     The decide stage asks it for the call itself; a preview asks it for the apply
     it previews, so the model learns at once whether that will need a human.
+    ``arguments`` makes the arguments policy sees: only a rule with a condition
+    asks for them (most calls pay nothing).
     """
     verdict = call.services.policy.decide(
-        spec, lambda: activation(spec, arguments, call.principal, call.session_id, impact=impact)
+        spec,
+        lambda: activation(spec, arguments(), call.principal, call.session_id, impact=impact),
     )
     verdict = await trifecta.guard_for(
         call.services.store, spec, call.session_id, verdict, shown=call.shown
@@ -44,7 +48,7 @@ async def verdict_for(
 async def decide(call: Call) -> Envelope | None:
     spec = call.spec
     assert spec is not None
-    verdict = await verdict_for(call, spec, call.shown_arguments(), impact=call.impact)
+    verdict = await verdict_for(call, spec, call.shown_arguments, impact=call.impact)
     if verdict.problem:
         call.detail["policy_problem"] = verdict.problem
     if verdict.rule == trifecta.RULE:
