@@ -127,13 +127,13 @@ class Call:
     idempotency_owner: bool = False
     inflight: InFlight | None = None
 
+    now: Callable[[], datetime] = field(init=False, repr=False)
+    """The gate's time (its clock), for what expires."""
+
     def __post_init__(self) -> None:
         self.tool_name = bounded_name(self.tool_name)
-        self.started_at = self.services.clock.now()
-
-    def now(self) -> datetime:
-        """The gate's time (its clock), for what expires."""
-        return self.services.clock.now()
+        self.now = self.services.clock.now
+        self.started_at = self.now()
 
     def shown(self, name: str) -> str:
         """The caller's name for the full tool name ``name``, for model-facing texts."""

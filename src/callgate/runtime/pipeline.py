@@ -51,6 +51,8 @@ CHANGE_STAGES: dict[ChangeRole, tuple[Stage, ...]] = {
     "apply": (*STAGES[:4], change.bind, *STAGES[4:]),
     "status": (*STAGES[:4], change.bind, *STAGES[4:6], change.check_status, *STAGES[7:]),
 }
+_AFTER_RESOLVE = STAGES[1:]
+_CHANGE_AFTER_RESOLVE = {role: stages[1:] for role, stages in CHANGE_STAGES.items()}
 
 
 async def run(call: Call) -> Envelope:
@@ -88,20 +90,14 @@ async def run(call: Call) -> Envelope:
     return await record(call, envelope, store_failed=store_failed)
 
 
-def _stages_of(call: Call) -> tuple[Stage, ...]:
-    """The stages after resolve: the tool it found decides the rest of the chain."""
-    spec = call.spec
-    if spec is None or spec.change is None:
-        return STAGES[1:]
-    return CHANGE_STAGES[spec.change.role][1:]
-
-
 async def _stages(call: Call) -> Envelope:
     envelope = await resolve(call)
     if envelope is not None:
         call.refused_by = resolve.__name__
         return envelope
-    for stage in _stages_of(call):
+    # The stages after resolve: the tool it found decides the rest of the chain.
+    binding = call.spec.change if call.spec is not None else None
+    for stage in _AFTER_RESOLVE if binding is None else _CHANGE_AFTER_RESOLVE[binding.role]:
         envelope = await stage(call)
         if envelope is not None:
             if call.decision is None and envelope.error is not None:
