@@ -85,3 +85,37 @@ def test_the_startup_benchmark_times_help_and_the_first_answer() -> None:
     assert "| callgate --help |" in done.stdout
     assert "| serve: callgate serve |" in done.stdout
     assert "| serve: bare SDK MCPServer |" in done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_the_instruction_count_benchmark_counts_a_call_of_each_checkout(tmp_path: Path) -> None:
+    # The same tree twice, with few calls: only the table and a plausible count are
+    # checked (20 calls are too few for the first calls' warm-up to wash out).
+    argv = [sys.executable, str(ROOT / "benchmarks" / "instructions.py")]
+    done = subprocess.run(
+        [*argv, "--calls", "5,25", "--against", str(ROOT / "src")],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        cwd=ROOT / "benchmarks",
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = [line.split("|") for line in done.stdout.splitlines() if line.startswith("| ")]
+    per_call = {row[1].strip(): float(row[2].replace(",", "")) for row in rows[1:]}
+    assert set(per_call) == {"--against", "this checkout"}
+    assert all(50_000 < count < 5_000_000 for count in per_call.values()), per_call
+
+
+def test_the_instruction_count_benchmark_refuses_bad_options() -> None:
+    argv = [sys.executable, str(ROOT / "benchmarks" / "instructions.py")]
+    for bad, says in (
+        (["--calls", "30,10"], "0 <= N1 < N2"),
+        (["--against", str(ROOT)], "has no callgate package"),
+    ):
+        done = subprocess.run(
+            [*argv, *bad], capture_output=True, text=True, cwd=ROOT / "benchmarks", check=False
+        )
+        assert done.returncode != 0
+        assert says in done.stderr
