@@ -12,6 +12,18 @@ import pytest
 ROOT = Path(__file__).parents[2]
 
 
+def run_script(script: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``python benchmarks/<script> <args>`` as a reader runs it, from benchmarks/."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT / "benchmarks",
+        check=False,
+    )
+
+
 @pytest.mark.slow
 def test_benchmarks_quick_run_prints_both_tables() -> None:
     done = subprocess.run(
@@ -33,8 +45,7 @@ def test_benchmarks_quick_run_prints_both_tables() -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk (Debian package) is not installed")
 def test_the_http_serving_benchmark_loads_callgate_serve_and_the_bare_server() -> None:
-    argv = [sys.executable, str(ROOT / "benchmarks" / "serve_http.py")]
-    argv += [
+    args = (
         "--seconds",
         "1",
         "--rounds",
@@ -44,10 +55,8 @@ def test_the_http_serving_benchmark_loads_callgate_serve_and_the_bare_server() -
         "--servers",
         "callgate",
         "bare",
-    ]
-    done = subprocess.run(
-        argv, capture_output=True, text=True, timeout=300, cwd=ROOT / "benchmarks", check=False
     )
+    done = run_script("serve_http.py", *args)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "| 2026-07-28 | 2 | callgate serve |" in done.stdout
     assert "| 2025-11-25 | 2 | bare SDK MCPServer |" in done.stdout
@@ -56,15 +65,7 @@ def test_the_http_serving_benchmark_loads_callgate_serve_and_the_bare_server() -
 
 @pytest.mark.slow
 def test_the_registration_benchmark_times_every_way_of_registering() -> None:
-    argv = [sys.executable, str(ROOT / "benchmarks" / "registration.py")]
-    done = subprocess.run(
-        [*argv, "--tools", "40", "--rounds", "1"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT / "benchmarks",
-        check=False,
-    )
+    done = run_script("registration.py", "--tools", "40", "--rounds", "1")
     assert done.returncode == 0, done.stderr[-2000:]
     for row in ("| toolbox |", "| + Gate |", "| + build_server |", "| into a served toolbox |"):
         assert row in done.stdout
@@ -72,15 +73,7 @@ def test_the_registration_benchmark_times_every_way_of_registering() -> None:
 
 @pytest.mark.slow
 def test_the_startup_benchmark_times_help_and_the_first_answer() -> None:
-    argv = [sys.executable, str(ROOT / "benchmarks" / "startup.py")]
-    done = subprocess.run(
-        [*argv, "--rounds", "1", "--no-fastmcp"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT / "benchmarks",
-        check=False,
-    )
+    done = run_script("startup.py", "--rounds", "1", "--no-fastmcp")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "| callgate --help |" in done.stdout
     assert "| serve: callgate serve |" in done.stdout
@@ -89,17 +82,11 @@ def test_the_startup_benchmark_times_help_and_the_first_answer() -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
-def test_the_instruction_count_benchmark_counts_a_call_of_each_checkout(tmp_path: Path) -> None:
+def test_the_instruction_count_benchmark_counts_a_call_of_each_checkout() -> None:
     # The same tree twice, with few calls: only the table and a plausible count are
     # checked (20 calls are too few for the first calls' warm-up to wash out).
-    argv = [sys.executable, str(ROOT / "benchmarks" / "instructions.py")]
-    done = subprocess.run(
-        [*argv, "--calls", "5,25", "--against", str(ROOT / "src")],
-        capture_output=True,
-        text=True,
-        timeout=400,
-        cwd=ROOT / "benchmarks",
-        check=False,
+    done = run_script(
+        "instructions.py", "--calls", "5,25", "--against", str(ROOT / "src"), timeout=400
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     rows = [line.split("|") for line in done.stdout.splitlines() if line.startswith("| ")]
@@ -109,13 +96,11 @@ def test_the_instruction_count_benchmark_counts_a_call_of_each_checkout(tmp_path
 
 
 def test_the_instruction_count_benchmark_refuses_bad_options() -> None:
-    argv = [sys.executable, str(ROOT / "benchmarks" / "instructions.py")]
     for bad, says in (
         (["--calls", "30,10"], "0 <= N1 < N2"),
+        (["--calls", "x"], "0 <= N1 < N2"),
         (["--against", str(ROOT)], "has no callgate package"),
     ):
-        done = subprocess.run(
-            [*argv, *bad], capture_output=True, text=True, cwd=ROOT / "benchmarks", check=False
-        )
+        done = run_script("instructions.py", *bad)
         assert done.returncode != 0
         assert says in done.stderr

@@ -99,9 +99,7 @@ class Read:
 class Reads:
     """The gate's side of serving resources and prompts (see the module docs)."""
 
-    def __init__(
-        self, services: Services, *, busy: Callable[[], AbstractContextManager[None]]
-    ) -> None:
+    def __init__(self, services: Services, *, busy: AbstractContextManager[None]) -> None:
         self._services = services
         self._busy = busy
 
@@ -182,7 +180,7 @@ class Reads:
     async def _append(self, record: AuditRecord) -> AuditRecord:
         services = self._services
         # Counted as running, so closing the gate waits for the record to be written.
-        with self._busy():
+        with self._busy:
             try:
                 await services.committer.append(record)
             except Exception as exc:
