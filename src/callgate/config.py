@@ -67,6 +67,8 @@ from sqlalchemy.exc import ArgumentError
 
 from callgate.contract import Principal, Toolbox
 from callgate.errors import UserError
+from callgate.gateway import upstream_toolboxes
+from callgate.gateway.settings import UpstreamConfigError, UpstreamSettings, parse_upstreams
 from callgate.runtime.gate import STORE_ENV, Gate, default_store_url, store_from_url
 from callgate.runtime.limits import Limits
 from callgate.runtime.policy import Policy, PolicyError, Rule
@@ -162,6 +164,8 @@ class _ConfigFile(BaseModel):
     secrets: dict[str, _SecretFile] = {}
     principal: _PrincipalFile = _PrincipalFile()
     mcp: _McpFile = _McpFile()
+    upstreams: list[Any] = []
+    """Checked by :func:`callgate.gateway.settings.parse_upstreams`."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -212,6 +216,8 @@ class GateConfig:
             environment variable holding it, read by :meth:`build_gate`.
         principal: who the CLI acts for unless its options say otherwise.
         mcp: how the MCP server names the tools.
+        upstreams: MCP servers whose tools the gate serves (``[[upstreams]]``,
+            see :mod:`callgate.gateway`).
     """
 
     source: Path | None = None
@@ -223,6 +229,7 @@ class GateConfig:
     secrets: Mapping[str, str] = field(default_factory=dict)
     principal: PrincipalDefaults = field(default_factory=PrincipalDefaults)
     mcp: McpConfig = field(default_factory=McpConfig)
+    upstreams: tuple[UpstreamSettings, ...] = ()
 
     @property
     def label(self) -> str:
@@ -281,6 +288,10 @@ class GateConfig:
                 )
             secrets[key] = value
         try:
+            toolboxes.extend(upstream_toolboxes(self.upstreams, self.label))
+        except UpstreamConfigError as exc:
+            raise ConfigError(str(exc)) from None
+        try:
             return Gate(
                 toolboxes,
                 store=store,
@@ -325,6 +336,7 @@ def load_config(path: str | os.PathLike[str]) -> GateConfig:
         mcp=McpConfig(
             tool_separator=parsed.mcp.tool_separator, unprefixed=tuple(parsed.mcp.unprefixed)
         ),
+        upstreams=_build_upstreams(parsed.upstreams, str(source)),
     )
 
 
@@ -440,6 +452,13 @@ def _build_policy(policy: _PolicyFile, label: str) -> Policy:
         return Policy(rules, default=policy.default, approvers=default)
     except PolicyError as exc:
         raise ConfigError(f"{label}: policy.approvers: {exc}") from None
+
+
+def _build_upstreams(raw: Sequence[Any], label: str) -> tuple[UpstreamSettings, ...]:
+    try:
+        return parse_upstreams(raw, label)
+    except UpstreamConfigError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _build_limits(raw: Mapping[str, Any], label: str) -> Limits:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import asyncio
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from callgate.cli._common import JsonOption, StoreOption, cli_errors, console, print_json
 from callgate.cli._context import ConfigOption, load
+
+if TYPE_CHECKING:
+    from callgate.runtime.gate import Gate
 
 
 def tools(
@@ -35,7 +39,8 @@ def tools(
     On a terminal too narrow for the table, each tool takes two lines: its
     facts, then its summary. --json gives every detail, the model-facing input
     schema and the full description included. Listing tools opens no store:
-    --store is accepted like every command's, and not read.
+    --store is accepted like every command's, and not read. Upstream MCP servers
+    of the config are started (or connected to) to list their tools.
     """
     from callgate.cli import render
     from callgate.runtime.trifecta import static_check
@@ -43,6 +48,9 @@ def tools(
     del store  # listing needs no store; an in-memory one keeps the real one untouched
     with cli_errors():
         gate = load(ctx, config).build_gate("memory://")
+        if gate.upstreams():
+            # Upstream tools are known once their servers answer: connect, list, close.
+            asyncio.run(_listed(gate))
         specs = [s for s in gate.tools() if s.trusted_source or not trusted_only]
         if trifecta:
             report = static_check(specs)
@@ -57,3 +65,10 @@ def tools(
             )
         else:
             render.print_tools(console(), specs)
+
+
+async def _listed(gate: Gate) -> None:
+    from callgate.cli._common import opened
+
+    async with opened(gate):
+        pass

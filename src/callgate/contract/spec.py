@@ -75,6 +75,10 @@ class ToolSpec:
     """Tenants allowed to call the tool; None allows every tenant."""
     change: ChangeBinding | None = None
     """Set on the preview, apply and status tools of a declared change."""
+    annotations_vouched: bool | None = None
+    """Whether the annotations count, when someone other than the source vouches
+    for them (a gateway operator giving an upstream tool a risk tier); None: they
+    count when the source is trusted. Results stay as trusted as the source."""
     contract_hash: str = ""
 
     def __post_init__(self) -> None:
@@ -91,7 +95,14 @@ class ToolSpec:
     @cached_property
     def effective_annotations(self) -> ToolAnnotations:
         """Annotations to act on: the claims if the source is trusted, else the worst case."""
-        return self.annotations.effective(trusted=self.trusted_source)
+        return self.annotations.effective(trusted=self.annotations_believed)
+
+    @property
+    def annotations_believed(self) -> bool:
+        """Whether the annotations are acted on (see ``annotations_vouched``)."""
+        if self.annotations_vouched is not None:
+            return self.annotations_vouched
+        return self.trusted_source
 
     @cached_property
     def risk(self) -> RiskTier:

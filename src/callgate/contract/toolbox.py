@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
-from typing import Any, TypeVar, Unpack, cast, overload
+from typing import Any, Protocol, TypeVar, Unpack, cast, overload, runtime_checkable
 
 from callgate.contract.change import ChangeBuilder
 from callgate.contract.function import spec_from_function
@@ -33,6 +33,17 @@ _OPTIONS_ATTR = "__callgate_tool__"
 
 class DuplicateTool(UserError, ValueError):
     """Two tools of one toolbox share a name."""
+
+
+@runtime_checkable
+class ConnectedToolbox(Protocol):
+    """A toolbox that holds a connection (an upstream MCP server's tools): the gate
+    opens it when the gate opens and closes it when the gate closes. ``open`` must
+    return within a bounded time even when the other side does not answer."""
+
+    async def open(self) -> None: ...
+
+    async def aclose(self) -> None: ...
 
 
 @overload
@@ -157,6 +168,30 @@ class Toolbox:
         self._specs[spec.name] = spec
         self._changed()
         return spec
+
+    def replace_all(self, specs: Iterable[ToolSpec]) -> None:
+        """Serve exactly ``specs`` from now on, in one change (an upstream's new listing).
+
+        Raises:
+            DuplicateTool: two specs share a name (nothing changes).
+            InvalidArgument: a spec belongs to another toolbox (nothing changes).
+        """
+        table: dict[str, ToolSpec] = {}
+        for spec in specs:
+            if spec.toolbox != self.name:
+                raise InvalidArgument(f"tool {spec.name!r} belongs to toolbox {spec.toolbox!r}")
+            if spec.name in table:
+                raise DuplicateTool(f"toolbox {self.name!r} already has a tool {spec.name!r}")
+            if self.tenants is not None and spec.tenants is None:
+                spec = dataclasses.replace(spec, tenants=self.tenants)
+            table[spec.name] = spec
+        if table.keys() == self._specs.keys() and all(
+            table[name].contract_hash == self._specs[name].contract_hash for name in table
+        ):
+            self._specs = table  # same contracts: no change to announce
+            return
+        self._specs = table
+        self._changed()
 
     def resource(
         self,

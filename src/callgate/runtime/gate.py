@@ -14,6 +14,7 @@ import platformdirs
 from callgate import access
 from callgate.clock import Clock
 from callgate.contract import Principal, Toolbox, ToolNames, ToolSink, ToolSpec
+from callgate.contract.toolbox import ConnectedToolbox
 from callgate.errors import InvalidArgument
 from callgate.runtime import pipeline
 from callgate.runtime._sync import LoopThread, closed, closes_at_exit
@@ -147,7 +148,7 @@ class Gate:
             self.runner.start()
             backlog = WriteBacklog(self.store, limit=self.limits.backlog_limit)
             await backlog.start()
-            self._services = Services(
+            services = Services(
                 registry=self.registry,
                 store=self.store,
                 committer=committer,
@@ -159,6 +160,15 @@ class Gate:
                 clock=self.clock,
                 runner=self.runner,
             )
+            # Toolboxes that hold connections (a gateway's upstreams) start with the
+            # gate, side by side: each waits a bounded time for its first listing.
+            await asyncio.gather(*(box.open() for box in self.upstreams()))
+            self._services = services
+
+    def upstreams(self) -> list[ConnectedToolbox]:
+        """The toolboxes that hold a connection (a gateway's upstream MCP servers),
+        in name order: the gate opens and closes them with itself."""
+        return [box for box in self.registry.toolboxes if isinstance(box, ConnectedToolbox)]
 
     async def aclose(self) -> None:
         """Wait for calls in flight, flush queued audit records, close the store.
@@ -173,6 +183,7 @@ class Gate:
             await self.runner.aclose()
         services, self._services = self._services, None
         if services is not None:
+            await asyncio.gather(*(box.aclose() for box in self.upstreams()))
             await services.committer.aclose()
             await services.backlog.aclose()
             await self.store.close()

@@ -10,6 +10,6 @@ async def classify(call: Call) -> Envelope | None:
     spec = call.spec
     assert spec is not None
     call.detail["risk"] = spec.risk.value
-    if not spec.trusted_source:
+    if not spec.annotations_believed:
         call.detail["annotations"] = "untrusted source: treated as destructive and open-world"
     return None

@@ -1,0 +1,502 @@
+"""One upstream MCP server, kept connected: started, watched, restarted.
+
+A :class:`Connection` owns a supervisor task that holds the SDK's ``Client``
+open (``async with`` must enter and exit in one task), lists the upstream's
+tools, and waits for one of: the connection lost (a stdio server's stdout
+closed; an HTTP upstream failing :data:`BREAKER_THRESHOLD` calls in a row, the
+circuit breaker), a ``list_changed`` from the upstream, or the gateway closing.
+A lost connection is re-established with exponential backoff (the probe is a
+fresh connect and listing); while it is down, calls are refused at once with
+the time of the next try, and the other upstreams are not affected.
+
+Calls are made from the callers' tasks on the supervisor's session. Nothing
+here knows about the chain: :mod:`callgate.gateway.proxy` maps outcomes to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client, MCPError
+from mcp.client.session import ClientRequestContext
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import ProgressFnT
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from callgate import __version__
+from callgate.gateway._oauth import ClientCredentials
+from callgate.gateway.settings import Resolved, UpstreamSettings
+
+__all__ = ["BREAKER_THRESHOLD", "Connection", "Lost", "State", "Unavailable"]
+
+logger = logging.getLogger(__name__)
+
+BREAKER_THRESHOLD = 3
+"""Transport failures in a row after which an upstream counts as down."""
+BACKOFF_FIRST = 0.5
+BACKOFF_MAX = 30.0
+MAX_PAGES = 100
+"""Pages of tools/list read at most (a paginator that never ends cannot hang us)."""
+
+
+class State(StrEnum):
+    STARTING = "starting"
+    READY = "ready"
+    DOWN = "down"
+    CLOSED = "closed"
+
+
+class Unavailable(Exception):
+    """The upstream is not connected: nothing was sent."""
+
+    def __init__(self, upstream: str, reason: str, retry_in: float | None) -> None:
+        super().__init__(reason)
+        self.upstream = upstream
+        self.reason = reason
+        self.retry_in = retry_in
+
+
+class Lost(Exception):
+    """The connection failed while a request was out: it may have reached the upstream."""
+
+    def __init__(self, upstream: str, reason: str) -> None:
+        super().__init__(reason)
+        self.upstream = upstream
+        self.reason = reason
+
+
+@dataclass
+class Stats:
+    """What ``callgate upstreams`` shows of one upstream."""
+
+    calls: int = 0
+    failures: int = 0
+    connects: int = 0
+    last_error: str | None = None
+    last_error_at: float | None = None
+    protocol: str | None = None
+    server: str | None = None
+    next_retry_at: float | None = None
+    """Monotonic time of the next reconnect, while down."""
+    tools: int = 0
+    renamed: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
+class Forwarding:
+    """Where an upstream's requests and messages for a running call go."""
+
+    progress: ProgressFnT
+    log: Callable[[str, Any], Awaitable[None]]
+    elicit: Callable[[types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
+    sample: Callable[
+        [types.CreateMessageRequestParams], Awaitable[types.CreateMessageResult | types.ErrorData]
+    ]
+
+
+_current: contextvars.ContextVar[Forwarding | None] = contextvars.ContextVar(
+    "callgate_upstream_call", default=None
+)
+
+
+def _is_transport_failure(exc: BaseException) -> bool:
+    if isinstance(exc, MCPError):
+        if exc.code == CONNECTION_CLOSED:
+            return True
+        if exc.code == INVALID_REQUEST and "Session terminated" in str(exc):
+            return True
+        return exc.code == INTERNAL_ERROR and "error response" in str(exc)
+    return isinstance(
+        exc,
+        (
+            httpx2.TransportError,
+            OSError,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+            anyio.EndOfStream,
+        ),
+    )
+
+
+def safe_reason(exc: BaseException, secrets: frozenset[str]) -> str:
+    """A one-line reason for people (``callgate upstreams``, logs): never a secret."""
+    if isinstance(exc, MCPError):
+        text = f"MCP error {exc.code}: {exc}"
+    elif isinstance(exc, ExceptionGroup):
+        return safe_reason(exc.exceptions[0], secrets)
+    else:
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    for secret in secrets:
+        text = text.replace(secret, "[secret]")
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+class Connection:
+    """The supervisor of one upstream (see the module docs).
+
+    Args:
+        settings: the upstream's configuration.
+        resolved: its environment, headers and credential, read at build time.
+        on_listing: called with the upstream's tools after each (re)listing.
+    """
+
+    def __init__(
+        self,
+        settings: UpstreamSettings,
+        resolved: Resolved,
+        *,
+        on_listing: Callable[[list[types.Tool]], None],
+    ) -> None:
+        self.settings = settings
+        self.name = settings.name
+        self._resolved = resolved
+        self._on_listing = on_listing
+        self.state = State.STARTING
+        self.stats = Stats()
+        self._client: Client | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._lost_reason: str | None = None
+        self._relist = False
+        self._closing = False
+        self._failures_in_row = 0
+        self._in_flight: dict[int, Forwarding] = {}
+        self._backoff = BACKOFF_FIRST
+
+    # lifecycle -----------------------------------------------------------------
+    async def start(self) -> None:
+        """Start the supervisor and wait for the first listing, at most
+        ``startup_wait`` seconds: a slow upstream never holds the gateway up."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._supervise(), name=f"callgate upstream {self.name}"
+            )
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.settings.startup_wait):
+                await self._ready.wait()
+
+    async def aclose(self) -> None:
+        self._closing = True
+        self._wake.set()
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.state = State.CLOSED
+
+    async def wait_ready(self, timeout: float) -> bool:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._ready.wait()
+        return self.state is State.READY
+
+    def lost(self, reason: str) -> None:
+        """Mark the session dead: the supervisor closes it and connects anew."""
+        if self.state is State.READY and self._lost_reason is None:
+            self._lost_reason = reason
+            self._ready.clear()
+            self._wake.set()
+
+    def relist(self) -> None:
+        """The upstream said its tools changed: list them again."""
+        self._relist = True
+        self._wake.set()
+
+    async def _supervise(self) -> None:
+        while not self._closing:
+            self.state = State.STARTING
+            try:
+                await self._session()
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # any failure to connect or while connected
+                if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                    raise
+                self._record_error(safe_reason(exc, self._resolved.secrets))
+            if self._closing:
+                break
+            self._ready.clear()
+            self.state = State.DOWN
+            delay = self._backoff
+            self._backoff = min(BACKOFF_MAX, self._backoff * 2)
+            self.stats.next_retry_at = time.monotonic() + delay
+            logger.warning(
+                "upstream %s is down (%s); reconnecting in %.1f s",
+                self.name,
+                self.stats.last_error,
+                delay,
+            )
+            await asyncio.sleep(delay)
+        self.state = State.CLOSED
+
+    async def _session(self) -> None:
+        async with self._client_for() as client:
+            self._client = client
+            try:
+                await self._list(client)
+                self.stats.connects += 1
+                self.stats.protocol = client.protocol_version
+                info = client.server_info
+                self.stats.server = f"{info.name} {info.version}" if info is not None else None
+                self.stats.next_retry_at = None
+                self._lost_reason = None
+                self._failures_in_row = 0
+                self._backoff = BACKOFF_FIRST
+                self.state = State.READY
+                self._ready.set()
+                async with anyio.create_task_group() as tg:
+                    if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                        tg.start_soon(self._listen, client)
+                    while not self._closing:
+                        await self._wake.wait()
+                        self._wake.clear()
+                        if self._lost_reason is not None:
+                            reason = self._lost_reason
+                            raise ConnectionError(reason)
+                        if self._relist:
+                            self._relist = False
+                            await self._list(client)
+                    tg.cancel_scope.cancel()
+            finally:
+                self._client = None
+                self._ready.clear()
+                if self.state is State.READY:
+                    self.state = State.STARTING
+
+    async def _listen(self, client: Client) -> None:
+        """2026-07-28 upstreams announce changes on a ``subscriptions/listen`` stream."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self.relist()
+        except Exception:  # a server without the stream: changes are not announced
+            logger.debug("upstream %s: no subscriptions/listen stream", self.name, exc_info=True)
+
+    async def _list(self, client: Client) -> None:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            with anyio.fail_after(self.settings.connect_timeout):
+                page = await client.list_tools(cursor=cursor, cache_mode="bypass")
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        self._on_listing(tools)
+
+    def _record_error(self, reason: str) -> None:
+        self.stats.last_error = reason
+        self.stats.last_error_at = time.time()
+
+    # the client ------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def _client_for(self) -> AsyncIterator[Client]:
+        settings = self.settings
+        lost = asyncio.Event()
+        if settings.command is not None:
+            params = StdioServerParameters(
+                command=settings.command,
+                args=list(settings.args),
+                env=dict(self._resolved.env) or None,
+                cwd=settings.cwd,
+            )
+            transport: Any = _watched(stdio_client(params, errlog=sys.stderr), lost)
+            http: httpx2.AsyncClient | None = None
+        else:
+            assert settings.url is not None
+            headers = dict(self._resolved.headers)
+            auth: httpx2.Auth | None = None
+            if self._resolved.token is not None:
+                headers["Authorization"] = f"Bearer {self._resolved.token}"
+            elif settings.auth is not None and self._resolved.client_secret is not None:
+                auth = ClientCredentials(settings.auth, self._resolved.client_secret)
+            http = httpx2.AsyncClient(
+                headers=headers,
+                auth=auth,
+                timeout=httpx2.Timeout(settings.connect_timeout, read=None),
+            )
+            transport = streamable_http_client(settings.url, http_client=http)
+        mode = "auto" if settings.protocol == "auto" else settings.protocol
+        if mode == "2025-11-25":
+            mode = "legacy"
+        client = Client(
+            transport,
+            mode=mode,
+            client_info=types.Implementation(name="callgate-gateway", version=__version__),
+            message_handler=self._on_message,
+            logging_callback=self._on_log,
+            elicitation_callback=self._on_elicit,
+            sampling_callback=self._on_sample,
+            log_level="info",
+            cache=None,
+        )
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                # asyncio's timeout, not anyio's scope: the client's task groups
+                # outlive this block, and an anyio scope must enclose them.
+                async with asyncio.timeout(settings.connect_timeout):
+                    await stack.enter_async_context(client)
+
+                async def watch() -> None:
+                    await lost.wait()
+                    self.lost("the upstream process exited")
+
+                watcher = asyncio.get_running_loop().create_task(watch())
+                try:
+                    yield client
+                finally:
+                    watcher.cancel()
+        finally:
+            if http is not None:
+                await http.aclose()
+
+    # calls -------------------------------------------------------------------------
+    def unavailable(self) -> Unavailable:
+        retry_in = None
+        if self.stats.next_retry_at is not None:
+            retry_in = max(0.0, self.stats.next_retry_at - time.monotonic())
+        if self.state is State.STARTING:
+            reason = "it is starting"
+        elif self.state is State.CLOSED:
+            reason = "the gateway is shutting down"
+        else:
+            reason = "it is not answering"
+        return Unavailable(self.name, reason, retry_in)
+
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        forwarding: Forwarding,
+        *,
+        wait: float,
+    ) -> types.CallToolResult:
+        """Call tool ``name`` of the upstream.
+
+        Args:
+            wait: seconds to wait for a connection that is being (re)established.
+
+        Raises:
+            Unavailable: not connected (nothing was sent).
+            Lost: the connection failed with the request out.
+            MCPError: the upstream answered with a protocol error.
+        """
+        client = self._client
+        if client is None or self.state is not State.READY:
+            if self.state is State.STARTING and await self.wait_ready(wait):
+                client = self._client
+            if client is None or self.state is not State.READY:
+                raise self.unavailable()
+        self.stats.calls += 1
+        key = id(forwarding)
+        self._in_flight[key] = forwarding
+        token = _current.set(forwarding)
+        try:
+            result = await client.call_tool(name, arguments, progress_callback=forwarding.progress)
+        except Exception as exc:
+            self.stats.failures += 1
+            reason = safe_reason(exc, self._resolved.secrets)
+            self._record_error(reason)
+            if _is_transport_failure(exc):
+                self._failures_in_row += 1
+                closed = isinstance(exc, MCPError) and exc.code in (
+                    CONNECTION_CLOSED,
+                    INVALID_REQUEST,
+                )
+                if closed or self._failures_in_row >= BREAKER_THRESHOLD:
+                    self.lost(reason)
+                raise Lost(self.name, reason) from None
+            raise
+        finally:
+            _current.reset(token)
+            del self._in_flight[key]
+        self._failures_in_row = 0
+        if result.is_error:
+            self.stats.failures += 1
+        return result
+
+    # what the upstream sends back ---------------------------------------------------
+    def _forwarding(self) -> Forwarding | None:
+        """The call an upstream request belongs to: the caller's task at 2026-07-28
+        (``input_required`` rounds run there), else the one call in flight."""
+        current = _current.get()
+        if current is not None:
+            return current
+        if len(self._in_flight) == 1:
+            return next(iter(self._in_flight.values()))
+        return None
+
+    async def _on_message(self, message: Any) -> None:
+        # 2025-11-25 upstreams announce changes with a notification.
+        if isinstance(message, types.ToolListChangedNotification):
+            self.relist()
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        target = self._forwarding()
+        if target is not None:
+            await target.log(params.level, params.data)
+
+    async def _on_elicit(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        target = self._forwarding()
+        if target is None:
+            return types.ErrorData(
+                code=INVALID_REQUEST,
+                message="callgate: this question cannot be matched to one call; "
+                "elicitation is forwarded only while one call to this server is running",
+            )
+        return await target.elicit(params)
+
+    async def _on_sample(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        target = self._forwarding()
+        if target is None:
+            return types.ErrorData(
+                code=INVALID_REQUEST,
+                message="callgate: this sampling request cannot be matched to one call",
+            )
+        return await target.sample(params)
+
+
+@contextlib.asynccontextmanager
+async def _watched(
+    inner: contextlib.AbstractAsyncContextManager[Any], lost: asyncio.Event
+) -> AsyncIterator[Any]:
+    """``inner``'s streams, with ``lost`` set once the server's output ends (it exited)."""
+    async with inner as (read, write):
+        send, receive = anyio.create_memory_object_stream[Any](16)
+
+        async def pump() -> None:
+            try:
+                async with send:
+                    async for item in read:
+                        await send.send(item)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+                pass
+            finally:
+                lost.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump)
+            try:
+                yield receive, write
+            finally:
+                tg.cancel_scope.cancel()

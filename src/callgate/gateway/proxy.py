@@ -1,0 +1,370 @@
+"""An upstream's tools as a callgate toolbox: every proxied call runs the chain.
+
+:class:`UpstreamToolbox` is a :class:`~callgate.Toolbox` whose specs are made
+from the upstream's ``tools/list`` (refreshed when it announces a change) and
+whose handlers call the upstream. The chain knows nothing of upstreams: it
+validates against the upstream's schema, injects, authorizes, classifies,
+decides and records as for any tool; here the upstream's answer becomes a
+payload or one of the taxonomy's errors:
+
+- ``isError`` results: ``construction``, the upstream's own text as the message;
+- a protocol error from the upstream: ``construction``, its message;
+- not connected (nothing sent): ``transient``, naming the upstream and when it
+  is tried again;
+- the connection lost with the request out: ``transient`` for a read (retried
+  by the chain within its budgets), ``unknown_outcome`` for anything else
+  (never retried).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import mcp_types as types
+from mcp import MCPError
+
+from callgate.contract import Toolbox, ToolContext, ToolSpec
+from callgate.contract.annotations import RiskTier, ToolAnnotations
+from callgate.contract.context import ClientCannot, InputRequired, TrustedField
+from callgate.errors import ConstructionError, TransientError, UnknownOutcomeError
+from callgate.gateway.connection import Connection, Forwarding, Lost, Unavailable
+from callgate.gateway.settings import Resolved, ToolRule, UpstreamSettings
+from callgate.runtime.validation import ArgumentValidator
+
+__all__ = ["UpstreamHandler", "UpstreamToolbox", "local_names"]
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGE = 2000
+"""Characters of an upstream's error text passed on to the model."""
+WIRE_SEPARATOR = 2
+"""Characters of the default wire separator (``__``), kept free in a local name's budget."""
+MAX_WIRE = 64
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+_VOUCHED = {
+    RiskTier.READ: ToolAnnotations(
+        read_only=True, destructive=False, idempotent=True, open_world=False
+    ),
+    RiskTier.WRITE_IDEMPOTENT: ToolAnnotations(
+        read_only=False, destructive=False, idempotent=True, open_world=False
+    ),
+    RiskTier.WRITE_HIGH_RISK: ToolAnnotations(
+        read_only=False, destructive=True, idempotent=False, open_world=True
+    ),
+}
+"""The behaviour an operator vouches for by giving a tool a risk tier."""
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def local_names(
+    box: str, tools: list[str], rules: Mapping[str, ToolRule]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """callgate's local name for each upstream tool name, deterministically.
+
+    A name is kept when it is host-safe and fits ``box__name`` in 64 characters;
+    otherwise unsafe characters become ``_`` and an over-long name is cut and
+    given a digest of the original. A name taken already (after the cut, or by a
+    rename) gets the digest too. The same tools always get the same names,
+    whatever order the upstream lists them in.
+
+    Returns:
+        upstream name -> local name, and the names that were changed (for the report).
+    """
+    budget = max(9, MAX_WIRE - len(box) - WIRE_SEPARATOR)
+    names: dict[str, str] = {}
+    changed: dict[str, str] = {}
+    taken: set[str] = set()
+    renamed = {rule.rename for rule in rules.values() if rule.rename}
+    for tool in sorted(tools):
+        rule = rules.get(tool)
+        if rule is not None and rule.rename:
+            names[tool] = rule.rename
+            taken.add(rule.rename)
+    for tool in sorted(tools):
+        if tool in names:
+            continue
+        local = _UNSAFE.sub("_", tool).strip("_") or "tool"
+        if len(local) > budget:
+            local = f"{local[: budget - 9]}_{_digest(tool)}"
+        if local in taken or local in renamed:
+            local = f"{local[: budget - 9]}_{_digest(tool)}"
+        names[tool] = local
+        taken.add(local)
+        if local != tool:
+            changed[tool] = local
+    return names, changed
+
+
+def _text_of(result: types.CallToolResult) -> str:
+    parts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+    text = "\n".join(part for part in parts if part).strip()
+    if len(text) > MAX_MESSAGE:
+        text = text[: MAX_MESSAGE - 40] + f" ... [{len(text) - MAX_MESSAGE + 40:,} characters cut]"
+    return text
+
+
+def payload_of(result: types.CallToolResult, structured: bool) -> Any:
+    """The Envelope payload of an upstream's successful result."""
+    if structured and result.structured_content is not None:
+        return result.structured_content
+    return {
+        "content": [
+            block.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for block in result.content
+        ]
+    }
+
+
+@dataclass(kw_only=True, frozen=True)
+class UpstreamHandler:
+    """Runs one upstream tool (see the module docs for what its failures become)."""
+
+    connection: Connection
+    tool: str
+    """The tool's name at the upstream."""
+    shown: str
+    """How people are told which server failed."""
+    pinned: Mapping[str, Any]
+    structured: bool
+    read_only: bool
+
+    @property
+    def is_async(self) -> bool:
+        return True
+
+    def prepare(self, arguments: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+        # The JSON Schema is the upstream's whole contract: nothing more to coerce.
+        return dict(arguments), dict(arguments)
+
+    async def invoke(self, prepared: Any, injected: Mapping[str, Any], ctx: ToolContext) -> Any:
+        arguments = {**prepared, **self.pinned, **injected}
+        asked: list[InputRequired] = []
+        forwarding = _forwarding(ctx, asked)
+        left = (ctx.deadline - datetime.now(UTC)).total_seconds()
+        wait = max(0.0, min(left, self.connection.settings.connect_timeout))
+        try:
+            result = await self.connection.call(self.tool, arguments, forwarding, wait=wait)
+        except Unavailable as exc:
+            when = (
+                f"it is tried again in about {exc.retry_in:.0f} s"
+                if exc.retry_in is not None
+                else "it is being connected"
+            )
+            raise TransientError(
+                f"The upstream server {self.shown!r} is unavailable ({exc.reason}); {when}. "
+                "Nothing was sent to it.",
+                next_step="Wait and try again later, or use another tool meanwhile.",
+                retry_after=exc.retry_in,
+            ) from None
+        except Lost:
+            if self.read_only:
+                raise TransientError(
+                    f"The connection to the upstream server {self.shown!r} was lost during "
+                    "the call; nothing was changed by this read.",
+                    next_step="Try again in a moment.",
+                ) from None
+            raise UnknownOutcomeError(
+                f"The connection to the upstream server {self.shown!r} was lost while it ran "
+                "this call: the change may or may not have been made.",
+                next_step="Do not retry. First check with a read tool whether the change happened.",
+            ) from None
+        except MCPError as exc:
+            raise ConstructionError(
+                f"The upstream server {self.shown!r} refused the call: {str(exc)[:MAX_MESSAGE]}",
+                next_step="Fix the arguments as the message says and call again.",
+            ) from None
+        if asked:
+            raise asked[0]
+        if result.is_error:
+            raise ConstructionError(
+                _text_of(result) or f"The upstream server {self.shown!r} reported an error.",
+                next_step="This is the upstream tool's own message: fix the arguments as it "
+                "says, or tell the user what failed.",
+            )
+        return payload_of(result, self.structured)
+
+
+def _forwarding(ctx: ToolContext, asked: list[InputRequired]) -> Forwarding:
+    """Progress, log messages, questions and sampling of the upstream, passed to the
+    gateway's caller through the tool's context."""
+
+    async def progress(progress: float, total: float | None, message: str | None) -> None:
+        await ctx.report_progress(progress, total, message)
+
+    async def log(level: str, data: Any) -> None:
+        text = data if isinstance(data, str) else json.dumps(data, default=str)[:4000]
+        if level in ("debug", "info", "notice", "warning", "error", "critical", "alert"):
+            await ctx.log(level, text)  # type: ignore[arg-type]
+        else:
+            await ctx.log("emergency", text)
+
+    async def elicit(params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
+        if not isinstance(params, types.ElicitRequestFormParams):
+            return types.ErrorData(
+                code=types.INVALID_PARAMS,
+                message="callgate forwards form elicitation only",
+            )
+        try:
+            answer = await ctx.elicit(params.message, params.requested_schema)
+        except ClientCannot as exc:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"callgate: {exc.message}")
+        except InputRequired as exc:
+            # A 2026-07-28 client answers by sending the call again: this round ends.
+            asked.append(exc)
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="callgate: the question goes to the user; the call is made again "
+                "with the answer",
+            )
+        return types.ElicitResult(action=answer.action, content=dict(answer.content or {}))
+
+    async def sample(
+        params: types.CreateMessageRequestParams,
+    ) -> types.CreateMessageResult | types.ErrorData:
+        messages = [m.model_dump(mode="json", by_alias=True) for m in params.messages]
+        try:
+            text = await ctx.sample(
+                messages,
+                max_tokens=params.max_tokens,
+                system_prompt=params.system_prompt,
+                temperature=params.temperature,
+            )
+        except ClientCannot as exc:
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"callgate: {exc.message}")
+        except InputRequired as exc:
+            asked.append(exc)
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="callgate: the request goes to the client; the call is made again",
+            )
+        return types.CreateMessageResult(
+            role="assistant",
+            content=types.TextContent(type="text", text=text),
+            model="callgate-client",
+        )
+
+    return Forwarding(progress=progress, log=log, elicit=elicit, sample=sample)
+
+
+def _model_schema(schema: Mapping[str, Any], hidden: set[str]) -> dict[str, Any]:
+    """The upstream's input schema without the arguments the gateway sets."""
+    out = dict(schema)
+    properties = out.get("properties")
+    if isinstance(properties, Mapping):
+        out["properties"] = {k: v for k, v in properties.items() if k not in hidden}
+    required = out.get("required")
+    if isinstance(required, list):
+        out["required"] = [name for name in required if name not in hidden]
+    out.setdefault("type", "object")
+    return out
+
+
+def _annotations(tool: types.Tool) -> ToolAnnotations:
+    given = tool.annotations
+    if given is None:
+        return ToolAnnotations()
+    return ToolAnnotations(
+        read_only=given.read_only_hint,
+        destructive=given.destructive_hint,
+        idempotent=given.idempotent_hint,
+        open_world=given.open_world_hint,
+    )
+
+
+class UpstreamToolbox(Toolbox):
+    """The tools of one upstream MCP server, kept in step with it.
+
+    The gate opens it with itself (:meth:`open` starts the connection and waits
+    for the first listing at most ``startup_wait`` seconds) and closes it.
+    """
+
+    def __init__(self, settings: UpstreamSettings, resolved: Resolved) -> None:
+        super().__init__(
+            settings.name,
+            description=f"Tools of the MCP server {settings.target}.",
+            trusted=settings.trusted,
+            tenants=settings.tenants,
+        )
+        self.settings = settings
+        self.connection = Connection(settings, resolved, on_listing=self._listed)
+        self.skipped: dict[str, str] = {}
+        """Upstream tools not served, with the reason (a schema that is no JSON Schema)."""
+
+    async def open(self) -> None:
+        await self.connection.start()
+
+    async def aclose(self) -> None:
+        await self.connection.aclose()
+
+    def _listed(self, tools: list[types.Tool]) -> None:
+        settings = self.settings
+        served = [tool for tool in tools if settings.exposes(tool.name)]
+        names, changed = local_names(self.name, [t.name for t in served], settings.tools)
+        specs: list[ToolSpec] = []
+        skipped: dict[str, str] = {}
+        for tool in sorted(served, key=lambda t: names[t.name]):
+            try:
+                specs.append(self._spec(tool, names[tool.name]))
+            except Exception as exc:  # an upstream's schema we cannot serve
+                skipped[tool.name] = f"{type(exc).__name__}: {exc}"[:300]
+                logger.warning("upstream %s: tool %r not served: %s", self.name, tool.name, exc)
+        for upstream, local in changed.items():
+            logger.warning(
+                "upstream %s: tool %r is served as %r (host-safe, at most 64 characters)",
+                self.name,
+                upstream,
+                f"{self.name}.{local}",
+            )
+        self.skipped = skipped
+        self.connection.stats.renamed = changed
+        self.connection.stats.tools = len(specs)
+        self.replace_all(specs)
+
+    def _spec(self, tool: types.Tool, local: str) -> ToolSpec:
+        settings = self.settings
+        rule = settings.tools.get(tool.name, ToolRule())
+        hidden = set(rule.pinned) | set(rule.inject)
+        schema = _model_schema(tool.input_schema, hidden)
+        ArgumentValidator(schema)  # refuses a schema that is no JSON Schema, now
+        annotations = _annotations(tool)
+        vouched: bool | None = None
+        if rule.risk is not None:
+            annotations = _VOUCHED[rule.risk]
+            vouched = True
+        effective = annotations.effective(trusted=bool(vouched) or settings.trusted)
+        scopes = rule.scopes if rule.scopes is not None else settings.scopes
+        return ToolSpec(
+            name=f"{self.name}.{local}",
+            toolbox=self.name,
+            title=tool.title,
+            description=rule.description or tool.description or "",
+            input_schema=schema,
+            output_schema=tool.output_schema,
+            annotations=annotations,
+            trusted_source=settings.trusted,
+            annotations_vouched=vouched,
+            scopes=frozenset(scopes),
+            handler=UpstreamHandler(
+                connection=self.connection,
+                tool=tool.name,
+                shown=self.name,
+                pinned=dict(rule.pinned),
+                structured=tool.output_schema is not None,
+                read_only=bool(effective.read_only),
+            ),
+            trusted_fields={arg: TrustedField(source=src) for arg, src in rule.inject.items()},
+            risk_override=rule.risk,
+            timeout=rule.timeout or settings.timeout,
+            tags=frozenset({f"upstream:{self.name}"}),
+        )
