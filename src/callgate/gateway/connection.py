@@ -49,6 +49,8 @@ BREAKER_THRESHOLD = 3
 """Transport failures in a row after which an upstream counts as down."""
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
+STABLE = 5.0
+"""Seconds a session must have lived for its loss to be reconnected without backoff."""
 MAX_PAGES = 100
 """Pages of tools/list read at most (a paginator that never ends cannot hang us)."""
 
@@ -177,6 +179,8 @@ class Connection:
         self._failures_in_row = 0
         self._in_flight: dict[int, Forwarding] = {}
         self._backoff = BACKOFF_FIRST
+        self._was_ready = False
+        self._ready_at = 0.0
 
     # lifecycle -----------------------------------------------------------------
     async def start(self) -> None:
@@ -207,9 +211,11 @@ class Connection:
         return self.state is State.READY
 
     def lost(self, reason: str) -> None:
-        """Mark the session dead: the supervisor closes it and connects anew."""
+        """Mark the session dead: no call is sent on it any more, and the
+        supervisor closes it and connects anew."""
         if self.state is State.READY and self._lost_reason is None:
             self._lost_reason = reason
+            self.state = State.STARTING
             self._ready.clear()
             self._wake.set()
 
@@ -221,6 +227,7 @@ class Connection:
     async def _supervise(self) -> None:
         while not self._closing:
             self.state = State.STARTING
+            self._was_ready = False
             try:
                 await self._session()
             except asyncio.CancelledError:
@@ -232,6 +239,10 @@ class Connection:
             if self._closing:
                 break
             self._ready.clear()
+            if self._was_ready and time.monotonic() - self._ready_at > STABLE:
+                # A session that worked a while and died is re-established at once;
+                # the backoff is for an upstream that does not come up (or keeps dying).
+                continue
             self.state = State.DOWN
             delay = self._backoff
             self._backoff = min(BACKOFF_MAX, self._backoff * 2)
@@ -248,6 +259,7 @@ class Connection:
     async def _session(self) -> None:
         async with self._client_for() as client:
             self._client = client
+            self._lost_reason = None
             try:
                 await self._list(client)
                 self.stats.connects += 1
@@ -255,10 +267,11 @@ class Connection:
                 info = client.server_info
                 self.stats.server = f"{info.name} {info.version}" if info is not None else None
                 self.stats.next_retry_at = None
-                self._lost_reason = None
                 self._failures_in_row = 0
                 self._backoff = BACKOFF_FIRST
                 self.state = State.READY
+                self._was_ready = True
+                self._ready_at = time.monotonic()
                 self._ready.set()
                 async with anyio.create_task_group() as tg:
                     if client.protocol_version in MODERN_PROTOCOL_VERSIONS:

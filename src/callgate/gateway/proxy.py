@@ -145,7 +145,9 @@ class UpstreamHandler:
 
     def prepare(self, arguments: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
         # The JSON Schema is the upstream's whole contract: nothing more to coerce.
-        return dict(arguments), dict(arguments)
+        # A pinned argument is the gateway's: what a model sends for it is dropped.
+        model = {key: value for key, value in arguments.items() if key not in self.pinned}
+        return model, dict(model)
 
     async def invoke(self, prepared: Any, injected: Mapping[str, Any], ctx: ToolContext) -> Any:
         arguments = {**prepared, **self.pinned, **injected}

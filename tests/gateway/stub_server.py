@@ -1,0 +1,99 @@
+"""A small MCP server for the gateway's tests, run as a stdio subprocess.
+
+Written with the official SDK's ``MCPServer``, so the gateway meets an upstream
+it did not make: tools with and without annotations, one that writes to a file
+(to count how often a write ran), one that reports progress, one that dies in
+the middle of a call, one that adds a tool and announces it.
+
+    python tests/gateway/stub_server.py LOGFILE
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+
+LOG = sys.argv[1] if len(sys.argv) > 1 else os.devnull
+
+server = MCPServer("stub-upstream")
+
+
+def _note(line: str) -> None:
+    with open(LOG, "a", encoding="utf-8") as out:
+        out.write(line + "\n")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+def echo(text: str) -> str:
+    """Say the text back."""
+    return text
+
+
+@server.tool()
+def append(line: str, tenant: str = "none") -> str:
+    """Append a line to the server's log (a write without annotations)."""
+    _note(f"{tenant}:{line}")
+    return f"appended {line!r} for {tenant}"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def whoami(tenant: str, region: str) -> dict[str, Any]:
+    """Tell which tenant and region the call was made for."""
+    return {"tenant": tenant, "region": region}
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fail with the reason."""
+    raise ToolError(f"cannot do that: {reason}")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def count(to: int, ctx: Context) -> str:
+    """Count up, reporting progress."""
+    for step in range(1, to + 1):
+        await ctx.report_progress(step, to, f"step {step}")
+    return f"counted to {to}"
+
+
+@server.tool()
+def die(line: str) -> str:
+    """Write a line, then exit the process before answering."""
+    _note(f"die:{line}")
+    sys.stdout.flush()
+    os._exit(3)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def die_reading() -> str:
+    """Exit the process before answering (a read)."""
+    os._exit(3)
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def slow(seconds: float) -> str:
+    """Take its time."""
+    time.sleep(seconds)
+    return "done"
+
+
+@server.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Add a tool called NAME and tell the client the list changed."""
+
+    def added() -> str:
+        return f"{name} here"
+
+    server.add_tool(added, name=name, description=f"The tool {name}.")
+    await ctx.session.send_tool_list_changed()
+    return f"added {name}"
+
+
+if __name__ == "__main__":
+    server.run("stdio")
