@@ -39,6 +39,7 @@ from callgate.cli.call import call
 from callgate.cli.run import run
 from callgate.cli.serve import serve
 from callgate.cli.tools import tools
+from callgate.cli.upstreams import upstreams
 
 if TYPE_CHECKING:
     from callgate.runtime.gate import Gate
@@ -57,7 +58,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for command in (serve, run, tools, call):
+for command in (serve, run, tools, call, upstreams):
     app.command()(command)
 app.add_typer(approvals_app)
 

@@ -154,10 +154,20 @@ async def _serve_stdio(gate: Gate, server: Server[Any]) -> None:
     from callgate.mcp import run_stdio
 
     async with opened(gate):
+        _upstream_summary(gate)
         try:
             await run_stdio(server)
         finally:
             await _stop_tasks(server)
+
+
+def _upstream_summary(gate: Gate) -> None:
+    """Once the upstreams had their start-up wait: how each is, on stderr."""
+    from callgate.cli.upstreams import status_lines
+
+    for line in status_lines(gate):
+        print(f"callgate: {line}", file=sys.stderr)
+    sys.stderr.flush()
 
 
 async def _stop_tasks(server: Server[Any]) -> None:
@@ -278,6 +288,7 @@ async def _serve_http(
         bound = sock.getsockname()[1]
         server = serving(app)
         async with opened(gate):
+            _upstream_summary(gate)
             shown = f"[{host}]" if ":" in host else host
             print(f"callgate: serving MCP at http://{shown}:{bound}{MCP_PATH}", file=sys.stderr)
             sys.stderr.flush()

@@ -19,12 +19,13 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import os
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 import httpx2
@@ -329,7 +330,7 @@ class Connection:
                 env=dict(self._resolved.env) or None,
                 cwd=settings.cwd,
             )
-            transport: Any = _watched(stdio_client(params, errlog=sys.stderr), lost)
+            transport: Any = _watched(stdio_client(params, errlog=_errlog()), lost)
             http: httpx2.AsyncClient | None = None
         else:
             assert settings.url is not None
@@ -487,6 +488,25 @@ class Connection:
                 message="callgate: this sampling request cannot be matched to one call",
             )
         return await target.sample(params)
+
+
+def _errlog() -> TextIO:
+    """Where a stdio upstream's stderr goes: the gateway's, when that is a real
+    file (a test runner or an embedding program may have replaced it)."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (AttributeError, OSError, ValueError):
+            continue
+    global _DEVNULL
+    if _DEVNULL is None:
+        _DEVNULL = open(os.devnull, "w")  # one for the process, never closed
+    return _DEVNULL
+
+
+_DEVNULL: TextIO | None = None
 
 
 @contextlib.asynccontextmanager

@@ -91,7 +91,11 @@ def local_names(
         if rule is not None and rule.rename:
             names[tool] = rule.rename
             taken.add(rule.rename)
-    for tool in sorted(tools):
+    # Names that are fine as they are keep them; the others are made fine after.
+    def fits(tool: str) -> bool:
+        return len(tool) <= budget and not _UNSAFE.search(tool)
+
+    for tool in sorted(tools, key=lambda name: (not fits(name), name)):
         if tool in names:
             continue
         local = _UNSAFE.sub("_", tool).strip("_") or "tool"

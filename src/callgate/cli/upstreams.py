@@ -1,0 +1,124 @@
+"""``callgate upstreams``: the MCP servers a config puts behind the gateway, probed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from callgate.cli._common import CliError, JsonOption, StoreOption, cli_errors, console, print_json
+from callgate.cli._context import ConfigOption, load
+
+if TYPE_CHECKING:
+    from callgate.gateway.proxy import UpstreamToolbox
+    from callgate.runtime.gate import Gate
+
+
+def upstreams(
+    ctx: typer.Context,
+    config: ConfigOption = None,
+    as_json: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """Connect to each upstream MCP server of the config and show how it is.
+
+    For each: where it is, its trust, its state (ready, starting, down), the
+    protocol version it speaks, its server name, the tools it serves (renamed
+    and skipped ones named), its last error, and the calls and failures of this
+    probe. Each upstream gets its startup_wait (5 s by default) to answer.
+    Exits 1 when an upstream is not ready, 2 when the config is bad.
+    """
+    del store  # probing needs no store: an in-memory one keeps the real one untouched
+    with cli_errors():
+        gate = load(ctx, config, demo_default=False).build_gate("memory://")
+        if not gate.upstreams():
+            raise CliError("the config has no [[upstreams]] (docs/gateway.md)")
+        reports = asyncio.run(_probe(gate))
+    if as_json:
+        print_json(reports)
+    else:
+        _print(reports)
+    if any(report["state"] != "ready" for report in reports):
+        raise typer.Exit(1)
+
+
+async def _probe(gate: Gate) -> list[dict[str, Any]]:
+    from callgate.cli._common import opened
+
+    async with opened(gate):
+        return [upstream_report(gate, box) for box in _boxes(gate)]
+
+
+def _boxes(gate: Gate) -> list[UpstreamToolbox]:
+    from callgate.gateway.proxy import UpstreamToolbox
+
+    return [box for box in gate.upstreams() if isinstance(box, UpstreamToolbox)]
+
+
+def upstream_report(gate: Gate, box: UpstreamToolbox) -> dict[str, Any]:
+    """What is known of one upstream now (no secret: the URL without credentials)."""
+    connection = box.connection
+    stats = connection.stats
+    retry_in = None
+    if stats.next_retry_at is not None and connection.state.value == "down":
+        retry_in = round(max(0.0, stats.next_retry_at - time.monotonic()), 1)
+    return {
+        "name": box.name,
+        "transport": box.settings.transport,
+        "target": box.settings.target,
+        "trust": "trusted" if box.settings.trusted else "untrusted",
+        "state": connection.state.value,
+        "protocol": stats.protocol,
+        "server": stats.server,
+        "tools": [spec.name for spec in gate.tools() if spec.toolbox == box.name],
+        "renamed": dict(stats.renamed),
+        "skipped": dict(box.skipped),
+        "last_error": stats.last_error,
+        "retry_in": retry_in,
+        "calls": stats.calls,
+        "failures": stats.failures,
+    }
+
+
+def status_lines(gate: Gate) -> list[str]:
+    """One line per upstream, for ``callgate serve``'s start-up summary."""
+    lines = []
+    for box in _boxes(gate):
+        report = upstream_report(gate, box)
+        facts = f"{report['state']}, {len(report['tools'])} tools"
+        if report["protocol"]:
+            facts += f", protocol {report['protocol']}"
+        if report["state"] != "ready" and report["last_error"]:
+            facts += f"; {report['last_error']} (retried in the background)"
+        lines.append(f"upstream {box.name} ({report['target']}, {report['trust']}): {facts}")
+    return lines
+
+
+def _print(reports: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("upstream", "state", "protocol", "tools", "trust", "last error", "where"):
+        table.add_column(column, overflow="fold")
+    for report in reports:
+        state = report["state"]
+        if report["retry_in"] is not None:
+            state += f" (retry in {report['retry_in']:g} s)"
+        table.add_row(
+            report["name"],
+            state,
+            report["protocol"] or "-",
+            str(len(report["tools"])),
+            report["trust"],
+            report["last_error"] or "-",
+            report["target"],
+        )
+    out = console()
+    out.print(table)
+    for report in reports:
+        for upstream, local in report["renamed"].items():
+            out.print(f"{report['name']}: tool {upstream!r} is served as {local!r}")
+        for upstream, reason in report["skipped"].items():
+            out.print(f"{report['name']}: tool {upstream!r} is not served: {reason}")

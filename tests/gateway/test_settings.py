@@ -1,0 +1,136 @@
+"""The [[upstreams]] tables: what a config may say, and the errors that name the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from callgate.config import ConfigError, load_config
+from callgate.gateway import upstream_toolboxes
+from callgate.gateway.proxy import local_names
+from callgate.gateway.settings import ToolRule
+
+
+def load(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "gw.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path).build_gate("memory://")
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        ('name = "a"\ncommand = "x"\ncolour = "red"', "upstreams[0].colour: unknown key"),
+        ('name = "a"', "give exactly one of command (a stdio server) or url"),
+        ('name = "a"\ncommand = "x"\nurl = "http://h/mcp"', "give exactly one of command"),
+        ('name = "a.b"\ncommand = "x"', "upstreams[0] ('a.b').name: 'a.b' must be 1-64"),
+        (
+            'name = "a"\nurl = "ftp://h/mcp"',
+            ".url: 'ftp://h/mcp' is not an http:// or https:// URL",
+        ),
+        ('name = "a"\nurl = "http:///mcp"', "is not an http:// or https:// URL with a host"),
+        ('name = "a"\nurl = "https://u:p@h/mcp"', "credentials do not belong in the URL"),
+        ('name = "a"\ncommand = "  "', ".command: must not be empty"),
+        (
+            'name = "a"\ncommand = "x"\nheaders = { X = "1" }',
+            ".headers: only for an upstream with a url",
+        ),
+        (
+            'name = "a"\nurl = "http://h/mcp"\nargs = ["1"]',
+            ".args: only for an upstream with a command",
+        ),
+        (
+            'name = "a"\ncommand = "x"\ntrust = "maybe"',
+            "upstreams[0].trust: Input should be 'trusted' or 'untrusted'",
+        ),
+        ('name = "a"\ncommand = "x"\nprotocol = "2024-01-01"', "upstreams[0].protocol"),
+        (
+            'name = "a"\nurl = "http://h/mcp"\nauth = { type = "basic" }',
+            "type must be 'bearer' or 'client_credentials'",
+        ),
+        (
+            'name = "a"\ncommand = "x"\n[upstreams.tools.t]\npinned = { x = 1 }\ninject = { x = "tenant" }',
+            "tools.t: 'x' is both pinned and injected",
+        ),
+        (
+            'name = "a"\ncommand = "x"\n[upstreams.tools.t]\nrename = "a.b"',
+            "tools.t.rename: 'a.b' must be",
+        ),
+        (
+            'name = "a"\ncommand = "x"\n[upstreams.tools.t]\nrisk = "low"',
+            "upstreams[0].tools.t.risk",
+        ),
+        (
+            'name = "a"\ncommand = "x"\n[upstreams.tools.t]\ntimeout = 0',
+            "upstreams[0].tools.t.timeout",
+        ),
+    ],
+)
+def test_bad_tables_are_refused_naming_the_key(tmp_path: Path, table: str, expected: str) -> None:
+    message = load(tmp_path, f"[[upstreams]]\n{table}\n")
+    assert expected in message, message
+    assert message.startswith(str(tmp_path / "gw.toml"))
+
+
+def test_duplicate_names_are_refused(tmp_path: Path) -> None:
+    text = '[[upstreams]]\nname = "a"\ncommand = "x"\n[[upstreams]]\nname = "a"\ncommand = "y"\n'
+    assert "upstreams[1] ('a').name: upstreams[0] has that name already" in load(tmp_path, text)
+
+
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        ('command = "x"\nenv = { API_KEY = { env = "NO_SUCH_VAR_1" } }', "env.API_KEY"),
+        ('url = "http://h/mcp"\nheaders = { X-Key = { env = "NO_SUCH_VAR_1" } }', "headers.X-Key"),
+        ('url = "http://h/mcp"\nauth = { type = "bearer", env = "NO_SUCH_VAR_1" }', "auth.env"),
+        (
+            'url = "http://h/mcp"\nauth = { type = "client_credentials", token_url = '
+            '"http://h/token", client_id = "gw", client_secret_env = "NO_SUCH_VAR_1" }',
+            "auth.client_secret_env",
+        ),
+    ],
+)
+def test_a_missing_environment_variable_is_named(tmp_path: Path, table: str, key: str) -> None:
+    message = load(tmp_path, f'[[upstreams]]\nname = "a"\n{table}\n')
+    assert f"upstreams ('a').{key}: the environment variable NO_SUCH_VAR_1 is not set" in message
+
+
+def test_secrets_come_from_the_environment_and_never_show(tmp_path: Path) -> None:
+    path = tmp_path / "gw.toml"
+    path.write_text(
+        '[[upstreams]]\nname = "a"\nurl = "https://h.example/mcp?x=1"\n'
+        'auth = { type = "bearer", env = "GW_TOKEN" }\nheaders = { X-Team = "ops" }\n'
+    )
+    cfg = load_config(path)
+    (box,) = upstream_toolboxes(cfg.upstreams, cfg.label, environ={"GW_TOKEN": "s3cret"})
+    assert box.settings.target == "https://h.example/mcp"
+    assert "s3cret" not in repr(box.settings)
+
+
+def test_a_config_without_upstreams_imports_no_mcp_sdk(tmp_path: Path) -> None:
+    path = tmp_path / "gw.toml"
+    path.write_text("")
+    assert upstream_toolboxes(load_config(path).upstreams, "x") == []
+
+
+def test_local_names_are_host_safe_short_unique_and_stable() -> None:
+    tools = ["read.file", "read_file", "a" * 80, "ok-name", "weird name!"]
+    names, changed = local_names("fs", tools, {})
+    again, _ = local_names("fs", list(reversed(tools)), {})
+    assert names == again
+    assert names["ok-name"] == "ok-name" and "ok-name" not in changed
+    assert len(set(names.values())) == len(tools)
+    for local in names.values():
+        assert len(f"fs__{local}") <= 64
+        assert all(ch.isalnum() or ch in "_-" for ch in local)
+    assert names["read_file"] == "read_file"
+    assert names["read.file"].startswith("read_file_") and "read.file" in changed
+
+
+def test_a_rename_wins_its_name() -> None:
+    names, _ = local_names("fs", ["write", "put"], {"put": ToolRule(rename="write")})
+    assert names["put"] == "write"
+    assert names["write"] != "write"
