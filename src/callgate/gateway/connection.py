@@ -502,7 +502,7 @@ def _errlog() -> TextIO:
             continue
     global _DEVNULL
     if _DEVNULL is None:
-        _DEVNULL = open(os.devnull, "w")  # one for the process, never closed
+        _DEVNULL = open(os.devnull, "w")  # noqa: SIM115 - one for the process, never closed
     return _DEVNULL
 
 

@@ -91,6 +91,7 @@ def local_names(
         if rule is not None and rule.rename:
             names[tool] = rule.rename
             taken.add(rule.rename)
+
     # Names that are fine as they are keep them; the others are made fine after.
     def fits(tool: str) -> bool:
         return len(tool) <= budget and not _UNSAFE.search(tool)
