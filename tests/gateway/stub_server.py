@@ -95,5 +95,23 @@ async def grow(name: str, ctx: Context) -> str:
     return f"added {name}"
 
 
+@server.resource("stub://motd", mime_type="text/plain")
+def motd() -> str:
+    """The message of the day."""
+    return "all systems nominal"
+
+
+@server.resource("stub://notes/{name}")
+def note(name: str) -> str:
+    """One note, by name."""
+    return f"note {name}"
+
+
+@server.prompt()
+def review(subject: str) -> str:
+    """Ask for a review of a subject."""
+    return f"Please review {subject}."
+
+
 if __name__ == "__main__":
     server.run("stdio")

@@ -12,11 +12,13 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 
 from callgate import Gate, Principal
 from callgate.config import load_config
 from callgate.errors import ErrorKind
 from callgate.gateway import upstream_toolboxes
+from callgate.mcp import build_server
 from callgate.store import SQLStore, Store
 from tests.pg import POSTGRES_URL, drop_schema
 
@@ -256,3 +258,25 @@ async def test_an_upstream_write_needing_approval_runs_once_after_it(
         assert first.status == "ok", first
         assert again.status == "ok" and again.replayed
         assert log_lines(tmp_path) == ["none:hello"]
+
+
+async def test_resources_and_prompts_are_proxied_and_audited(
+    gate_of: GateOf, tmp_path: Path
+) -> None:
+    async with gate_of(upstream(tmp_path)) as gate:
+        server = build_server(gate, principal=ALICE)
+        async with Client(server, mode="legacy") as client:
+            listed = {str(r.uri) for r in (await client.list_resources()).resources}
+            assert "stub://motd" in listed
+            templates = (await client.list_resource_templates()).resource_templates
+            assert "stub://notes/{name}" in {t.uri_template for t in templates}
+            read = await client.read_resource("stub://motd")
+            assert read.contents[0].text == "all systems nominal"  # type: ignore[union-attr]
+            read = await client.read_resource("stub://notes/todo")
+            assert read.contents[0].text == "note todo"  # type: ignore[union-attr]
+            prompts = {p.name for p in (await client.list_prompts()).prompts}
+            assert "stub__review" in prompts
+            got = await client.get_prompt("stub__review", {"subject": "the plan"})
+            assert got.messages[0].content.text == "Please review the plan."  # type: ignore[union-attr]
+        trail = [(r.tool, r.outcome) for r in await gate.audit()]
+        assert ("resource:stub://motd", "ok") in trail

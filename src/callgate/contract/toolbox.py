@@ -169,8 +169,15 @@ class Toolbox:
         self._changed()
         return spec
 
-    def replace_all(self, specs: Iterable[ToolSpec]) -> None:
-        """Serve exactly ``specs`` from now on, in one change (an upstream's new listing).
+    def replace_all(
+        self,
+        specs: Iterable[ToolSpec],
+        *,
+        resources: Iterable[ResourceSpec] | None = None,
+        prompts: Iterable[PromptSpec] | None = None,
+    ) -> None:
+        """Serve exactly ``specs`` from now on, in one change (an upstream's new
+        listing); also exactly ``resources`` and ``prompts`` when given.
 
         Raises:
             DuplicateTool: two specs share a name (nothing changes).
@@ -185,13 +192,20 @@ class Toolbox:
             if self.tenants is not None and spec.tenants is None:
                 spec = dataclasses.replace(spec, tenants=self.tenants)
             table[spec.name] = spec
-        if table.keys() == self._specs.keys() and all(
+        same = table.keys() == self._specs.keys() and all(
             table[name].contract_hash == self._specs[name].contract_hash for name in table
-        ):
-            self._specs = table  # same contracts: no change to announce
-            return
+        )
         self._specs = table
-        self._changed()
+        if resources is not None:
+            by_uri = {spec.uri: spec for spec in resources}
+            same = same and by_uri == self._resources
+            self._resources = by_uri
+        if prompts is not None:
+            by_name = {spec.name: spec for spec in prompts}
+            same = same and by_name == self._prompts
+            self._prompts = by_name
+        if not same:  # the same contracts: no change to announce
+            self._changed()
 
     def resource(
         self,

@@ -42,7 +42,15 @@ from callgate import __version__
 from callgate.gateway._oauth import ClientCredentials
 from callgate.gateway.settings import Resolved, UpstreamSettings
 
-__all__ = ["BREAKER_THRESHOLD", "Connection", "Lost", "State", "Unavailable"]
+__all__ = [
+    "BREAKER_THRESHOLD",
+    "Connection",
+    "Forwarding",
+    "Listing",
+    "Lost",
+    "State",
+    "Unavailable",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +105,16 @@ class Stats:
     """Monotonic time of the next reconnect, while down."""
     tools: int = 0
     renamed: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True, frozen=True)
+class Listing:
+    """What an upstream serves, as last listed."""
+
+    tools: list[types.Tool]
+    resources: list[types.Resource] = field(default_factory=list)
+    templates: list[types.ResourceTemplate] = field(default_factory=list)
+    prompts: list[types.Prompt] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -154,7 +172,7 @@ class Connection:
     Args:
         settings: the upstream's configuration.
         resolved: its environment, headers and credential, read at build time.
-        on_listing: called with the upstream's tools after each (re)listing.
+        on_listing: called with what the upstream serves after each (re)listing.
     """
 
     def __init__(
@@ -162,7 +180,7 @@ class Connection:
         settings: UpstreamSettings,
         resolved: Resolved,
         *,
-        on_listing: Callable[[list[types.Tool]], None],
+        on_listing: Callable[[Listing], None],
     ) -> None:
         self.settings = settings
         self.name = settings.name
@@ -296,23 +314,52 @@ class Connection:
     async def _listen(self, client: Client) -> None:
         """2026-07-28 upstreams announce changes on a ``subscriptions/listen`` stream."""
         try:
-            async with client.listen(tools_list_changed=True) as subscription:
+            async with client.listen(
+                tools_list_changed=True, resources_list_changed=True, prompts_list_changed=True
+            ) as subscription:
                 async for _event in subscription:
                     self.relist()
         except Exception:  # a server without the stream: changes are not announced
             logger.debug("upstream %s: no subscriptions/listen stream", self.name, exc_info=True)
 
     async def _list(self, client: Client) -> None:
-        tools: list[types.Tool] = []
+        capabilities = client.server_capabilities
+        tools = await self._pages(
+            lambda cursor: client.list_tools(cursor=cursor, cache_mode="bypass")
+        )
+        resources: list[Any] = []
+        templates: list[Any] = []
+        prompts: list[Any] = []
+        if capabilities.resources is not None:
+            resources = await self._pages(
+                lambda cursor: client.list_resources(cursor=cursor, cache_mode="bypass")
+            )
+            templates = await self._pages(
+                lambda cursor: client.list_resource_templates(cursor=cursor, cache_mode="bypass")
+            )
+        if capabilities.prompts is not None:
+            prompts = await self._pages(
+                lambda cursor: client.list_prompts(cursor=cursor, cache_mode="bypass")
+            )
+        self._on_listing(
+            Listing(tools=tools, resources=resources, templates=templates, prompts=prompts)
+        )
+
+    async def _pages(self, fetch: Callable[[str | None], Awaitable[Any]]) -> list[Any]:
+        """Every item of a paginated listing, a bounded number of pages."""
+        items: list[Any] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
             with anyio.fail_after(self.settings.connect_timeout):
-                page = await client.list_tools(cursor=cursor, cache_mode="bypass")
-            tools.extend(page.tools)
+                page = await fetch(cursor)
+            for key in ("tools", "resources", "resource_templates", "prompts"):
+                if hasattr(page, key):
+                    items.extend(getattr(page, key))
+                    break
             cursor = page.next_cursor
             if not cursor:
                 break
-        self._on_listing(tools)
+        return items
 
     def _record_error(self, reason: str) -> None:
         self.stats.last_error = reason
@@ -411,6 +458,24 @@ class Connection:
             Lost: the connection failed with the request out.
             MCPError: the upstream answered with a protocol error.
         """
+        result: types.CallToolResult = await self.request(
+            lambda client: client.call_tool(name, arguments, progress_callback=forwarding.progress),
+            forwarding,
+            wait=wait,
+        )
+        if result.is_error:
+            self.stats.failures += 1
+        return result
+
+    async def request(
+        self,
+        send: Callable[[Client], Awaitable[Any]],
+        forwarding: Forwarding | None,
+        *,
+        wait: float,
+    ) -> Any:
+        """Send one request on the current session (see :meth:`call` for the errors);
+        ``forwarding`` receives what the upstream sends back while it runs."""
         client = self._client
         if client is None or self.state is not State.READY:
             if self.state is State.STARTING and await self.wait_ready(wait):
@@ -419,10 +484,11 @@ class Connection:
                 raise self.unavailable()
         self.stats.calls += 1
         key = id(forwarding)
-        self._in_flight[key] = forwarding
+        if forwarding is not None:
+            self._in_flight[key] = forwarding
         token = _current.set(forwarding)
         try:
-            result = await client.call_tool(name, arguments, progress_callback=forwarding.progress)
+            result = await send(client)
         except Exception as exc:
             self.stats.failures += 1
             reason = safe_reason(exc, self._resolved.secrets)
@@ -439,10 +505,8 @@ class Connection:
             raise
         finally:
             _current.reset(token)
-            del self._in_flight[key]
+            self._in_flight.pop(key, None)
         self._failures_in_row = 0
-        if result.is_error:
-            self.stats.failures += 1
         return result
 
     # what the upstream sends back ---------------------------------------------------
@@ -458,7 +522,14 @@ class Connection:
 
     async def _on_message(self, message: Any) -> None:
         # 2025-11-25 upstreams announce changes with a notification.
-        if isinstance(message, types.ToolListChangedNotification):
+        if isinstance(
+            message,
+            (
+                types.ToolListChangedNotification,
+                types.ResourceListChangedNotification,
+                types.PromptListChangedNotification,
+            ),
+        ):
             self.relist()
 
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:

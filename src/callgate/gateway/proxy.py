@@ -18,23 +18,26 @@ payload or one of the taxonomy's errors:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import mcp_types as types
-from mcp import MCPError
+from mcp import Client, MCPError
 
 from callgate.contract import Toolbox, ToolContext, ToolSpec
 from callgate.contract.annotations import RiskTier, ToolAnnotations
+from callgate.contract.content import Content, Text
 from callgate.contract.context import ClientCannot, InputRequired, TrustedField
+from callgate.contract.resources import Message, PromptArgument, PromptSpec, ResourceSpec
 from callgate.errors import ConstructionError, TransientError, UnknownOutcomeError
-from callgate.gateway.connection import Connection, Forwarding, Lost, Unavailable
+from callgate.gateway.connection import Connection, Forwarding, Listing, Lost, Unavailable
 from callgate.gateway.settings import Resolved, ToolRule, UpstreamSettings
 from callgate.runtime.validation import ArgumentValidator
 
@@ -47,6 +50,8 @@ MAX_MESSAGE = 2000
 WIRE_SEPARATOR = 2
 """Characters of the default wire separator (``__``), kept free in a local name's budget."""
 MAX_WIRE = 64
+PROMPT_SEPARATOR = "__"
+"""Between an upstream's name and its prompt's: ``everything__simple-prompt``."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 _VOUCHED = {
@@ -264,6 +269,14 @@ def _forwarding(ctx: ToolContext, asked: list[InputRequired]) -> Forwarding:
     return Forwarding(progress=progress, log=log, elicit=elicit, sample=sample)
 
 
+def _message(message: types.PromptMessage) -> Message:
+    block = message.content.model_dump(mode="json", by_alias=True, exclude_none=True)
+    content = Content.from_payload({"content": [block]})
+    if content is None or not content.blocks:  # a block callgate has no type for
+        return Message(role=message.role, content=Text(json.dumps(block)))
+    return Message(role=message.role, content=content.blocks[0])
+
+
 def _model_schema(schema: Mapping[str, Any], hidden: set[str]) -> dict[str, Any]:
     """The upstream's input schema without the arguments the gateway sets."""
     out = dict(schema)
@@ -314,9 +327,9 @@ class UpstreamToolbox(Toolbox):
     async def aclose(self) -> None:
         await self.connection.aclose()
 
-    def _listed(self, tools: list[types.Tool]) -> None:
+    def _listed(self, listing: Listing) -> None:
         settings = self.settings
-        served = [tool for tool in tools if settings.exposes(tool.name)]
+        served = [tool for tool in listing.tools if settings.exposes(tool.name)]
         names, changed = local_names(self.name, [t.name for t in served], settings.tools)
         specs: list[ToolSpec] = []
         skipped: dict[str, str] = {}
@@ -336,7 +349,80 @@ class UpstreamToolbox(Toolbox):
         self.skipped = skipped
         self.connection.stats.renamed = changed
         self.connection.stats.tools = len(specs)
-        self.replace_all(specs)
+        resources = [self._resource(item.uri, item) for item in listing.resources]
+        resources += [self._resource(item.uri_template, item) for item in listing.templates]
+        prompts = [self._prompt(item) for item in listing.prompts]
+        self.replace_all(specs, resources=resources, prompts=prompts)
+
+    def _wait(self) -> float:
+        return self.settings.connect_timeout
+
+    async def _send(self, send: Callable[[Client], Awaitable[Any]], what: str) -> Any:
+        """A resource read or prompt get: its failures as protocol errors (they are
+        not tool calls: the reader is told, and the read is audited as failed)."""
+        try:
+            return await self.connection.request(send, None, wait=self._wait())
+        except (Unavailable, Lost) as exc:
+            raise MCPError(
+                code=types.INTERNAL_ERROR,
+                message=f"The upstream server {self.name!r} could not {what} ({exc}); "
+                "try again in a moment.",
+            ) from None
+
+    def _resource(self, uri: str, item: types.Resource | types.ResourceTemplate) -> ResourceSpec:
+        upstream = self
+
+        async def read(**bound: str) -> str | bytes:
+            target = uri
+            for variable, value in bound.items():
+                target = target.replace("{" + variable + "}", value)
+            result: types.ReadResourceResult = await upstream._send(
+                lambda client: client.read_resource(target), f"read {target}"
+            )
+            if not result.contents:
+                return ""
+            first = result.contents[0]
+            if isinstance(first, types.BlobResourceContents):
+                return base64.b64decode(first.blob)
+            return first.text
+
+        return ResourceSpec(
+            uri=str(uri),
+            name=item.name,
+            toolbox=self.name,
+            title=item.title,
+            description=item.description or "",
+            mime_type=item.mime_type or "text/plain",
+            scopes=frozenset(self.settings.scopes),
+            tenants=self.settings.tenants,
+            function=read,
+        )
+
+    def _prompt(self, item: types.Prompt) -> PromptSpec:
+        upstream = self
+
+        async def get(**arguments: str) -> list[Message]:
+            result: types.GetPromptResult = await upstream._send(
+                lambda client: client.get_prompt(item.name, dict(arguments)),
+                f"render the prompt {item.name}",
+            )
+            return [_message(message) for message in result.messages]
+
+        return PromptSpec(
+            name=f"{self.name}{PROMPT_SEPARATOR}{item.name}",
+            toolbox=self.name,
+            title=item.title,
+            description=item.description or "",
+            arguments=tuple(
+                PromptArgument(
+                    name=arg.name, description=arg.description or "", required=bool(arg.required)
+                )
+                for arg in item.arguments or ()
+            ),
+            scopes=frozenset(self.settings.scopes),
+            tenants=self.settings.tenants,
+            function=get,
+        )
 
     def _spec(self, tool: types.Tool, local: str) -> ToolSpec:
         settings = self.settings

@@ -280,8 +280,10 @@ def build_server(
     )
     replay = ReplayGuard(security.ttl)
     context = ContextHandlers(gate, principal, replay=replay, session_of=sessions.of)
-    resources = context.has_resources
-    prompts = context.has_prompts
+    # Upstream servers connect after the server is built: their resources and
+    # prompts may come, so the capabilities are advertised from the start.
+    resources = context.has_resources or bool(gate.upstreams())
+    prompts = context.has_prompts or bool(gate.upstreams())
 
     # The listing is built once and again after a toolbox changes (from any thread:
     # a listing built while one changed is not kept, its generation is stale).
