@@ -57,7 +57,11 @@ logger = logging.getLogger(__name__)
 BREAKER_THRESHOLD = 3
 """Transport failures in a row after which an upstream counts as down."""
 BACKOFF_FIRST = 0.5
-BACKOFF_MAX = 30.0
+"""Seconds before the first try to reach an upstream again; doubled on each
+failure up to the upstream's ``reconnect_max``."""
+RECONNECT_WAIT = 2.0
+"""Seconds a call waits for a session being re-established (at start-up: the
+upstream's ``connect_timeout``)."""
 STABLE = 5.0
 """Seconds a session must have lived for its loss to be reconnected without backoff."""
 MAX_PAGES = 100
@@ -197,7 +201,7 @@ class Connection:
         self._closing = False
         self._failures_in_row = 0
         self._in_flight: dict[int, Forwarding] = {}
-        self._backoff = BACKOFF_FIRST
+        self._backoff = min(BACKOFF_FIRST, settings.reconnect_max)
         self._was_ready = False
         self._ready_at = 0.0
 
@@ -234,7 +238,9 @@ class Connection:
         supervisor closes it and connects anew."""
         if self.state is State.READY and self._lost_reason is None:
             self._lost_reason = reason
-            self.state = State.STARTING
+            # Down while the dead session is taken apart; starting once a new one is tried.
+            self.state = State.DOWN
+            self.stats.next_retry_at = time.monotonic()
             self._ready.clear()
             self._wake.set()
 
@@ -264,7 +270,7 @@ class Connection:
                 continue
             self.state = State.DOWN
             delay = self._backoff
-            self._backoff = min(BACKOFF_MAX, self._backoff * 2)
+            self._backoff = min(self.settings.reconnect_max, self._backoff * 2)
             self.stats.next_retry_at = time.monotonic() + delay
             logger.warning(
                 "upstream %s is down (%s); reconnecting in %.1f s",
@@ -478,6 +484,9 @@ class Connection:
         ``forwarding`` receives what the upstream sends back while it runs."""
         client = self._client
         if client is None or self.state is not State.READY:
+            if self.stats.connects:
+                # A new session after a lost one: worth a short wait, not a long one.
+                wait = min(wait, RECONNECT_WAIT)
             if self.state is State.STARTING and await self.wait_ready(wait):
                 client = self._client
             if client is None or self.state is not State.READY:

@@ -170,8 +170,8 @@ class UpstreamHandler:
         except Unavailable as exc:
             when = (
                 f"it is tried again in about {exc.retry_in:.0f} s"
-                if exc.retry_in is not None
-                else "it is being connected"
+                if exc.retry_in is not None and exc.retry_in >= 1
+                else "it is being reconnected now"
             )
             raise TransientError(
                 f"The upstream server {self.shown!r} is unavailable ({exc.reason}); {when}. "

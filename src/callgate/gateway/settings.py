@@ -125,6 +125,7 @@ class _UpstreamFile(BaseModel):
     timeout: float | None = Field(default=None, gt=0)
     connect_timeout: float = Field(default=10.0, gt=0)
     startup_wait: float = Field(default=5.0, ge=0)
+    reconnect_max: float = Field(default=30.0, gt=0)
     tools: dict[str, _ToolFile] = {}
     tenants: list[str] | None = None
 
@@ -186,6 +187,8 @@ class UpstreamSettings:
     timeout: float | None = None
     connect_timeout: float = 10.0
     startup_wait: float = 5.0
+    reconnect_max: float = 30.0
+    """The longest wait between two tries to reach an upstream that is down."""
     tools: Mapping[str, ToolRule] = field(default_factory=dict)
     tenants: frozenset[str] | None = None
 
@@ -338,6 +341,7 @@ def parse_upstreams(raw: Sequence[Any], label: str) -> tuple[UpstreamSettings, .
                 timeout=parsed.timeout,
                 connect_timeout=parsed.connect_timeout,
                 startup_wait=parsed.startup_wait,
+                reconnect_max=parsed.reconnect_max,
                 tools={
                     name: ToolRule(
                         rename=rule.rename,
