@@ -336,7 +336,7 @@ def load_config(path: str | os.PathLike[str]) -> GateConfig:
         mcp=McpConfig(
             tool_separator=parsed.mcp.tool_separator, unprefixed=tuple(parsed.mcp.unprefixed)
         ),
-        upstreams=_build_upstreams(parsed.upstreams, str(source)),
+        upstreams=_build_upstreams(parsed.upstreams, str(source), source.parent),
     )
 
 
@@ -454,9 +454,11 @@ def _build_policy(policy: _PolicyFile, label: str) -> Policy:
         raise ConfigError(f"{label}: policy.approvers: {exc}") from None
 
 
-def _build_upstreams(raw: Sequence[Any], label: str) -> tuple[UpstreamSettings, ...]:
+def _build_upstreams(
+    raw: Sequence[Any], label: str, base_dir: Path
+) -> tuple[UpstreamSettings, ...]:
     try:
-        return parse_upstreams(raw, label)
+        return parse_upstreams(raw, label, base_dir)
     except UpstreamConfigError as exc:
         raise ConfigError(str(exc)) from None
 

@@ -169,7 +169,9 @@ async def test_a_bad_credential_is_a_down_upstream_that_names_no_secret(tmp_path
             (box,) = gate.upstreams()
             connection = box.connection  # type: ignore[attr-defined]
             assert connection.state.value == "down"
-            assert connection.stats.last_error and TOKEN not in connection.stats.last_error
+            error = connection.stats.last_error
+            assert error.startswith("the upstream refused the gateway's credential (HTTP 401")
+            assert TOKEN not in error
             env = await gate.call("remote.up__echo", {"text": "hi"}, principal=ALICE)
             assert env.error is not None and env.error.kind is ErrorKind.CONSTRUCTION
             # Never reached: its tools are not known, so none is served.

@@ -134,3 +134,36 @@ def test_a_rename_wins_its_name() -> None:
     names, _ = local_names("fs", ["write", "put"], {"put": ToolRule(rename="write")})
     assert names["put"] == "write"
     assert names["write"] != "write"
+
+
+def test_relative_commands_and_cwd_are_the_config_files(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    path = tmp_path / "conf" / "gw.toml"
+    path.write_text(
+        '[[upstreams]]\nname = "a"\ncommand = "../bin/server"\ncwd = "data"\n'
+        '[[upstreams]]\nname = "b"\ncommand = "node"\n'
+    )
+    first, second = load_config(path).upstreams
+    assert first.command == str(tmp_path / "bin" / "server")
+    assert first.cwd == str(tmp_path / "conf" / "data")
+    assert second.command == "node"  # a program on PATH
+
+
+def test_a_schema_naming_another_document_is_refused_without_fetching_it() -> None:
+    import socket
+
+    import jsonschema_rs
+
+    from callgate.runtime.validation import ArgumentValidator
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.setblocking(False)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/schema.json"
+        with pytest.raises(jsonschema_rs.ValidationError, match="does not fetch"):
+            ArgumentValidator({"type": "object", "properties": {"x": {"$ref": url}}})
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody connected
+    local = ArgumentValidator(
+        {"$defs": {"id": {"type": "string"}}, "properties": {"x": {"$ref": "#/$defs/id"}}}
+    )
+    assert local.errors({"x": "a"}) == []

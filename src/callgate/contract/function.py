@@ -274,12 +274,16 @@ def _check_examples(
     """
     if not examples:
         return
-    validator = jsonschema_rs.Draft202012Validator(dict(schema))
+    validator = jsonschema_rs.Draft202012Validator(dict(schema), retriever=_no_remote_refs)
     for index, example in enumerate(examples):
         for error in validator.iter_errors(dict(example)):
             raise InvalidArgument(
                 f"tool {name!r}: input_examples[{index}] is invalid: {error.message}"
             )
+
+
+def _no_remote_refs(uri: str) -> Any:
+    raise ValueError(f"callgate does not fetch schemas named by $ref ({uri})")
 
 
 def _concise_view(concise: ConciseView | Sequence[str] | None) -> ConciseView | None:

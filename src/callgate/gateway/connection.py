@@ -204,6 +204,8 @@ class Connection:
         self._backoff = min(BACKOFF_FIRST, settings.reconnect_max)
         self._was_ready = False
         self._ready_at = 0.0
+        self._refused: str | None = None
+        """The last 401/403 of an HTTP upstream (what the error then says)."""
 
     # lifecycle -----------------------------------------------------------------
     async def start(self) -> None:
@@ -253,6 +255,7 @@ class Connection:
         while not self._closing:
             self.state = State.STARTING
             self._was_ready = False
+            self._refused = None
             try:
                 await self._session()
             except asyncio.CancelledError:
@@ -260,7 +263,10 @@ class Connection:
             except BaseException as exc:  # any failure to connect or while connected
                 if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                     raise
-                self._record_error(safe_reason(exc, self._resolved.secrets))
+                reason = safe_reason(exc, self._resolved.secrets)
+                if self._refused is not None:
+                    reason = f"the upstream refused the gateway's credential ({self._refused})"
+                self._record_error(reason)
             if self._closing:
                 break
             self._ready.clear()
@@ -393,10 +399,19 @@ class Connection:
                 headers["Authorization"] = f"Bearer {self._resolved.token}"
             elif settings.auth is not None and self._resolved.client_secret is not None:
                 auth = ClientCredentials(settings.auth, self._resolved.client_secret)
+
+            async def note_refusal(response: httpx2.Response) -> None:
+                if response.status_code in (401, 403):
+                    challenge = response.headers.get("www-authenticate", "")[:200]
+                    self._refused = f"HTTP {response.status_code}" + (
+                        f", {challenge}" if challenge else ""
+                    )
+
             http = httpx2.AsyncClient(
                 headers=headers,
                 auth=auth,
                 timeout=httpx2.Timeout(settings.connect_timeout, read=None),
+                event_hooks={"response": [note_refusal]},
             )
             transport = streamable_http_client(settings.url, http_client=http)
         mode = "auto" if settings.protocol == "auto" else settings.protocol

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import mcp_types as types
+import pydantic
 from mcp import Client, MCPError
 
 from callgate.contract import Toolbox, ToolContext, ToolSpec
@@ -36,7 +37,12 @@ from callgate.contract.annotations import RiskTier, ToolAnnotations
 from callgate.contract.content import Content, Text
 from callgate.contract.context import ClientCannot, InputRequired, TrustedField
 from callgate.contract.resources import Message, PromptArgument, PromptSpec, ResourceSpec
-from callgate.errors import ConstructionError, TransientError, UnknownOutcomeError
+from callgate.errors import (
+    ConstructionError,
+    TransientError,
+    UnknownOutcomeError,
+    UnrecoverableError,
+)
 from callgate.gateway.connection import Connection, Forwarding, Listing, Lost, Unavailable
 from callgate.gateway.settings import Resolved, ToolRule, UpstreamSettings
 from callgate.runtime.validation import ArgumentValidator
@@ -195,6 +201,18 @@ class UpstreamHandler:
             raise ConstructionError(
                 f"The upstream server {self.shown!r} refused the call: {str(exc)[:MAX_MESSAGE]}",
                 next_step="Fix the arguments as the message says and call again.",
+            ) from None
+        except pydantic.ValidationError:
+            # The upstream answered, but not in MCP's shape: it did run the call.
+            if self.read_only:
+                raise UnrecoverableError(
+                    f"The upstream server {self.shown!r} answered in a form callgate cannot read.",
+                    next_step="Do not retry. Tell the user the tool's server misbehaved.",
+                ) from None
+            raise UnknownOutcomeError(
+                f"The upstream server {self.shown!r} answered in a form callgate cannot read: "
+                "the change may or may not have been made.",
+                next_step="Do not retry. First check with a read tool whether the change happened.",
             ) from None
         if asked:
             raise asked[0]

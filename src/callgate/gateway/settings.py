@@ -34,6 +34,7 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -298,8 +299,14 @@ def _check(raw: _UpstreamFile, where: str) -> None:
             raise UpstreamConfigError(f"{at}: {both[0]!r} is both pinned and injected")
 
 
-def parse_upstreams(raw: Sequence[Any], label: str) -> tuple[UpstreamSettings, ...]:
+def parse_upstreams(
+    raw: Sequence[Any], label: str, base_dir: Path | None = None
+) -> tuple[UpstreamSettings, ...]:
     """Validate the ``upstreams`` array of a config file.
+
+    A ``command`` or ``cwd`` given as a relative path (``./bin/server``,
+    ``../tools/server``) is relative to ``base_dir``, the config file's
+    directory, like toolbox files; a bare command name is looked up on ``PATH``.
 
     Raises:
         UpstreamConfigError: an unknown key, a bad URL or command, a duplicate
@@ -326,10 +333,10 @@ def parse_upstreams(raw: Sequence[Any], label: str) -> tuple[UpstreamSettings, .
         out.append(
             UpstreamSettings(
                 name=parsed.name,
-                command=parsed.command,
+                command=_path(parsed.command, base_dir, bare=False),
                 args=tuple(parsed.args),
                 env={key: _value(value) for key, value in parsed.env.items()},
-                cwd=parsed.cwd,
+                cwd=_path(parsed.cwd, base_dir, bare=True),
                 url=parsed.url,
                 headers={key: _value(value) for key, value in parsed.headers.items()},
                 auth=auth,
@@ -358,6 +365,17 @@ def parse_upstreams(raw: Sequence[Any], label: str) -> tuple[UpstreamSettings, .
             )
         )
     return tuple(out)
+
+
+def _path(value: str | None, base_dir: Path | None, *, bare: bool) -> str | None:
+    """``value`` made absolute against ``base_dir`` when it is a relative path
+    (for a command: when it names a directory too, not just a program)."""
+    if value is None or base_dir is None:
+        return value
+    path = Path(value).expanduser()
+    if path.is_absolute() or (not bare and "/" not in value):
+        return str(path) if value.startswith("~") else value
+    return os.path.normpath(base_dir / path)
 
 
 @dataclass(kw_only=True, frozen=True)

@@ -53,12 +53,34 @@ def field_path(path: Sequence[str | int]) -> str:
     return out
 
 
+def no_remote_refs(uri: str) -> Any:
+    """The validators' retriever: a ``$ref`` to another document is never fetched.
+
+    An upstream's schema is untrusted input: fetching what it names would let it
+    make the gateway send requests (and block while they run). References inside
+    the schema (``#/$defs/...``) need no retrieval and work.
+
+    Raises:
+        ValueError: always.
+    """
+    raise ValueError(f"callgate does not fetch schemas named by $ref ({uri})")
+
+
+def compile_schema(schema: Mapping[str, Any]) -> Any:
+    """A Draft 2020-12 validator of ``schema`` that fetches nothing.
+
+    Raises:
+        jsonschema_rs.ValidationError: the schema is invalid or refers to another document.
+    """
+    return jsonschema_rs.Draft202012Validator(dict(schema), retriever=no_remote_refs)
+
+
 class ArgumentValidator:
     """A compiled validator for one tool's model-facing input schema."""
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = dict(schema)
-        self._validator = jsonschema_rs.Draft202012Validator(self.schema)
+        self._validator = compile_schema(self.schema)
 
     def errors(self, arguments: Mapping[str, Any]) -> list[str]:
         """Messages for the model, empty when the arguments are valid."""
