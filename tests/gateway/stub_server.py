@@ -83,6 +83,13 @@ def slow(seconds: float) -> str:
     return "done"
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def chatty(ctx: Context) -> str:
+    """Log a message while it works."""
+    await ctx.info("halfway there")
+    return "done talking"
+
+
 @server.tool()
 async def grow(name: str, ctx: Context) -> str:
     """Add a tool called NAME and tell the client the list changed."""

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp import Client
 
@@ -280,3 +281,56 @@ async def test_resources_and_prompts_are_proxied_and_audited(
             assert got.messages[0].content.text == "Please review the plan."  # type: ignore[union-attr]
         trail = [(r.tool, r.outcome) for r in await gate.audit()]
         assert ("resource:stub://motd", "ok") in trail
+
+
+async def test_a_timeout_is_transient_for_a_read_and_unknown_for_a_write(
+    gate_of: GateOf, tmp_path: Path
+) -> None:
+    extra = '[upstreams.tools.slow]\ntimeout = 0.3\nrisk = "read"\n'
+    async with gate_of(upstream(tmp_path, extra)) as gate:
+        env = await gate.call("stub.slow", {"seconds": 2}, principal=ALICE)
+        assert env.error is not None and env.error.kind is ErrorKind.TRANSIENT
+        assert "did not answer within 0.3 seconds" in env.error.message_for_model
+    extra = "[upstreams.tools.slow]\ntimeout = 0.3\n"  # untrusted, no vouching: a write
+    async with gate_of(upstream(tmp_path, extra)) as gate:
+        env = await gate.call("stub.slow", {"seconds": 2}, principal=ALICE)
+        assert env.error is not None and env.error.kind is ErrorKind.UNKNOWN_OUTCOME
+        assert env.timing.attempts == 1  # never retried
+
+
+async def test_log_messages_pass_through(gate_of: GateOf, tmp_path: Path) -> None:
+    logged: list[tuple[str, str]] = []
+
+    class Sink:
+        async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+            pass
+
+        async def log(self, level: Any, message: str, data: Any) -> None:
+            logged.append((level, message))
+
+    async with gate_of(upstream(tmp_path, 'protocol = "2025-11-25"')) as gate:
+        env = await gate.call("stub.chatty", {}, principal=ALICE, sink=Sink())
+        assert env.status == "ok", env
+        assert ("info", "halfway there") in logged
+
+
+async def test_the_gateways_clients_hear_of_an_upstreams_new_tool(
+    gate_of: GateOf, tmp_path: Path
+) -> None:
+    heard = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            heard.set()
+
+    async with gate_of(upstream(tmp_path, 'protocol = "2025-11-25"')) as gate:
+        server = build_server(gate, principal=ALICE)
+        async with Client(server, mode="legacy", message_handler=on_message) as client:
+            before = {tool.name for tool in (await client.list_tools()).tools}
+            assert "stub__sprout" not in before
+            result = await client.call_tool("stub__grow", {"name": "sprout"})
+            assert not result.is_error
+            with anyio.fail_after(10):
+                await heard.wait()
+            after = {tool.name for tool in (await client.list_tools()).tools}
+            assert "stub__sprout" in after
