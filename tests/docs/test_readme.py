@@ -39,6 +39,7 @@ EXPECTED_BLOCKS = {
     ("Serve your own tools", "toml"): 1,
     ("Serve your own tools", "bash"): 1,
     ("Serve your own tools", "console"): 1,
+    ("Put other MCP servers behind it", "bash"): 1,
     ("Use it from an MCP host", "console"): 1,
     ("Use it from an MCP host", "json"): 1,
     ("Run an agent", "console"): 1,
@@ -174,6 +175,24 @@ def test_the_approval_story_runs(tmp_path: Path, user_env: dict[str, str]) -> No
     assert "approved by bob@acme.example: Q4 push agreed" in applied
     assert '"state": "applied"' in status
     assert "bob@acme.example (acme)" in audit
+
+
+# Put other MCP servers behind it --------------------------------------------------------
+@pytest.mark.slow
+def test_the_gateway_example_installs_and_connects(tmp_path: Path) -> None:
+    lines = commands(block("Put other MCP servers behind it", "bash").text)
+    [serve] = [line for line in lines if " serve " in line]
+    assert serve.split("#")[0].split() == [
+        ".venv/bin/callgate",
+        "serve",
+        "-c",
+        "examples/gateway.toml",
+    ]
+    install, probe = run_shell([line for line in lines if line != serve], ROOT, {})
+    assert install.exit_code == 0, install.stderr
+    assert probe.exit_code == 0, probe.stdout + probe.stderr
+    assert re.search(r"everything\s+ready", probe.stdout), probe.stdout
+    assert re.search(r"time\s+ready", probe.stdout), probe.stdout
 
 
 # Serve your own tools ----------------------------------------------------------------

@@ -51,6 +51,11 @@ class TrustedField:
     nothing else. Wherever a person or a model sees a call's inputs (approval
     requests in the CLI, the console and MCP elicitations) it reads
     :data:`REDACTED`, and it is never stored in clear (approvals, previews, audit)."""
+    pinned: bool = False
+    """The value is ``value``, fixed by whoever configured the tool (a gateway
+    operator's pinned argument), whoever calls."""
+    value: Any = None
+    """The pinned value (with ``pinned``)."""
 
 
 T = TypeVar("T")

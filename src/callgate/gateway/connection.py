@@ -205,7 +205,15 @@ class Connection:
         self._was_ready = False
         self._ready_at = 0.0
         self._refused: str | None = None
+        self._transport: _CountingTransport | None = None
+        self._pending = 0
+        """Requests out on the session now (to tell whose connection was refused)."""
         """The last 401/403 of an HTTP upstream (what the error then says)."""
+
+    @property
+    def secrets(self) -> frozenset[str]:
+        """The values read from the environment for this upstream (to scrub)."""
+        return self._resolved.secrets
 
     # lifecycle -----------------------------------------------------------------
     async def start(self) -> None:
@@ -407,7 +415,9 @@ class Connection:
                         f", {challenge}" if challenge else ""
                     )
 
+            self._transport = _CountingTransport()
             http = httpx2.AsyncClient(
+                transport=self._transport,
                 headers=headers,
                 auth=auth,
                 timeout=httpx2.Timeout(settings.connect_timeout, read=None),
@@ -511,12 +521,20 @@ class Connection:
         if forwarding is not None:
             self._in_flight[key] = forwarding
         token = _current.set(forwarding)
+        transport = self._transport
+        refused = transport.refused if transport is not None else 0
+        self._pending += 1
         try:
             result = await send(client)
         except Exception as exc:
             self.stats.failures += 1
             reason = safe_reason(exc, self._resolved.secrets)
             self._record_error(reason)
+            if transport is not None and transport.refused > refused and self._pending == 1:
+                # The only request out, and the server refused the connection: it
+                # never reached the upstream, so nothing can have happened there.
+                self.lost(reason)
+                raise Unavailable(self.name, "it refused the connection", None) from None
             if _is_transport_failure(exc):
                 self._failures_in_row += 1
                 closed = isinstance(exc, MCPError) and exc.code in (
@@ -528,6 +546,7 @@ class Connection:
                 raise Lost(self.name, reason) from None
             raise
         finally:
+            self._pending -= 1
             _current.reset(token)
             self._in_flight.pop(key, None)
         self._failures_in_row = 0
@@ -583,6 +602,20 @@ class Connection:
                 message="callgate: this sampling request cannot be matched to one call",
             )
         return await target.sample(params)
+
+
+class _CountingTransport(httpx2.AsyncHTTPTransport):
+    """The HTTP transport, counting connections the upstream refused (no request
+    reached it then)."""
+
+    refused = 0
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return await super().handle_async_request(request)
+        except httpx2.ConnectError:
+            self.refused += 1
+            raise
 
 
 def _errlog() -> TextIO:

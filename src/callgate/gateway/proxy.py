@@ -35,7 +35,7 @@ from mcp import Client, MCPError
 from callgate.contract import Toolbox, ToolContext, ToolSpec
 from callgate.contract.annotations import RiskTier, ToolAnnotations
 from callgate.contract.content import Content, Text
-from callgate.contract.context import ClientCannot, InputRequired, TrustedField
+from callgate.contract.context import REDACTED, ClientCannot, InputRequired, TrustedField
 from callgate.contract.resources import Message, PromptArgument, PromptSpec, ResourceSpec
 from callgate.errors import (
     ConstructionError,
@@ -151,9 +151,11 @@ class UpstreamHandler:
     """The tool's name at the upstream."""
     shown: str
     """How people are told which server failed."""
-    pinned: Mapping[str, Any]
     structured: bool
     read_only: bool
+    secrets: frozenset[str] = frozenset()
+    """Values the gateway read from its environment for this upstream: an answer
+    that repeats one (a server echoing its API key) reads ``[secret]`` instead."""
 
     @property
     def is_async(self) -> bool:
@@ -161,14 +163,14 @@ class UpstreamHandler:
 
     def prepare(self, arguments: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
         # The JSON Schema is the upstream's whole contract: nothing more to coerce.
-        # A pinned argument is the gateway's: what a model sends for it is dropped.
-        model = {key: value for key, value in arguments.items() if key not in self.pinned}
-        return model, dict(model)
+        return dict(arguments), dict(arguments)
 
     async def invoke(self, prepared: Any, injected: Mapping[str, Any], ctx: ToolContext) -> Any:
-        arguments = {**prepared, **self.pinned, **injected}
+        # Pinned and injected arguments are trusted fields: the chain set them
+        # (the approver saw them, policy read them, the audit has them).
+        arguments = {**prepared, **injected}
         asked: list[InputRequired] = []
-        forwarding = _forwarding(ctx, asked)
+        forwarding = _forwarding(ctx, asked, self.secrets)
         left = (ctx.deadline - datetime.now(UTC)).total_seconds()
         wait = max(0.0, min(left, self.connection.settings.connect_timeout))
         try:
@@ -216,6 +218,8 @@ class UpstreamHandler:
             ) from None
         if asked:
             raise asked[0]
+        if self.secrets:
+            result = scrub(result, self.secrets)
         if result.is_error:
             raise ConstructionError(
                 _text_of(result) or f"The upstream server {self.shown!r} reported an error.",
@@ -225,15 +229,36 @@ class UpstreamHandler:
         return payload_of(result, self.structured)
 
 
-def _forwarding(ctx: ToolContext, asked: list[InputRequired]) -> Forwarding:
+def scrub(value: Any, secrets: frozenset[str]) -> Any:
+    """``value`` (a result, a message, their JSON) with every secret replaced by
+    ``[secret]``; pydantic models are scrubbed through their JSON form."""
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, pydantic.BaseModel):
+        clean = scrub(value.model_dump(mode="json", by_alias=True), secrets)
+        return type(value).model_validate(clean)
+    if isinstance(value, dict):
+        return {scrub(key, secrets): scrub(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [scrub(item, secrets) for item in value]
+    return value
+
+
+def _forwarding(
+    ctx: ToolContext, asked: list[InputRequired], secrets: frozenset[str]
+) -> Forwarding:
     """Progress, log messages, questions and sampling of the upstream, passed to the
-    gateway's caller through the tool's context."""
+    gateway's caller through the tool's context (secrets scrubbed)."""
 
     async def progress(progress: float, total: float | None, message: str | None) -> None:
-        await ctx.report_progress(progress, total, message)
+        await ctx.report_progress(progress, total, scrub(message, secrets))
 
     async def log(level: str, data: Any) -> None:
         text = data if isinstance(data, str) else json.dumps(data, default=str)[:4000]
+        text = scrub(text, secrets)
         if level in ("debug", "info", "notice", "warning", "error", "critical", "alert"):
             await ctx.log(level, text)  # type: ignore[arg-type]
         else:
@@ -246,7 +271,7 @@ def _forwarding(ctx: ToolContext, asked: list[InputRequired]) -> Forwarding:
                 message="callgate forwards form elicitation only",
             )
         try:
-            answer = await ctx.elicit(params.message, params.requested_schema)
+            answer = await ctx.elicit(scrub(params.message, secrets), params.requested_schema)
         except ClientCannot as exc:
             return types.ErrorData(code=types.INVALID_REQUEST, message=f"callgate: {exc.message}")
         except InputRequired as exc:
@@ -262,7 +287,9 @@ def _forwarding(ctx: ToolContext, asked: list[InputRequired]) -> Forwarding:
     async def sample(
         params: types.CreateMessageRequestParams,
     ) -> types.CreateMessageResult | types.ErrorData:
-        messages = [m.model_dump(mode="json", by_alias=True) for m in params.messages]
+        messages = scrub(
+            [m.model_dump(mode="json", by_alias=True) for m in params.messages], secrets
+        )
         try:
             text = await ctx.sample(
                 messages,
@@ -379,7 +406,8 @@ class UpstreamToolbox(Toolbox):
         """A resource read or prompt get: its failures as protocol errors (they are
         not tool calls: the reader is told, and the read is audited as failed)."""
         try:
-            return await self.connection.request(send, None, wait=self._wait())
+            result = await self.connection.request(send, None, wait=self._wait())
+            return scrub(result, self.connection.secrets) if self.connection.secrets else result
         except (Unavailable, Lost) as exc:
             raise MCPError(
                 code=types.INTERNAL_ERROR,
@@ -470,11 +498,14 @@ class UpstreamToolbox(Toolbox):
                 connection=self.connection,
                 tool=tool.name,
                 shown=self.name,
-                pinned=dict(rule.pinned),
                 structured=tool.output_schema is not None,
                 read_only=bool(effective.read_only),
+                secrets=self.connection.secrets,
             ),
-            trusted_fields={arg: TrustedField(source=src) for arg, src in rule.inject.items()},
+            trusted_fields={
+                **{arg: TrustedField(source=src) for arg, src in rule.inject.items()},
+                **{arg: TrustedField(pinned=True, value=v) for arg, v in rule.pinned.items()},
+            },
             risk_override=rule.risk,
             timeout=rule.timeout or settings.timeout,
             tags=frozenset({f"upstream:{self.name}"}),
