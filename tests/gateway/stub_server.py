@@ -17,7 +17,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp_types import SamplingMessage, TextContent, ToolAnnotations
 
 LOG = sys.argv[1] if len(sys.argv) > 1 else os.devnull
 
@@ -88,6 +88,24 @@ async def chatty(ctx: Context) -> str:
     """Log a message while it works."""
     await ctx.info("halfway there")
     return "done talking"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def big(lines: int) -> str:
+    """Return many lines of text."""
+    return "\n".join(f"line {number}: {'x' * 60}" for number in range(lines))
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def muse(topic: str, ctx: Context) -> str:
+    """Ask the client's model for a line about the topic."""
+    result = await ctx.session.create_message(
+        messages=[
+            SamplingMessage(role="user", content=TextContent(type="text", text=f"About {topic}?"))
+        ],
+        max_tokens=50,
+    )
+    return f"the model said: {result.content.text}"  # type: ignore[union-attr]
 
 
 @server.tool()

@@ -334,3 +334,31 @@ async def test_the_gateways_clients_hear_of_an_upstreams_new_tool(
                 await heard.wait()
             after = {tool.name for tool in (await client.list_tools()).tools}
             assert "stub__sprout" in after
+
+
+async def test_an_oversize_upstream_result_is_shaped_with_a_notice(
+    gate_of: GateOf, tmp_path: Path
+) -> None:
+    async with gate_of(upstream(tmp_path, '[upstreams.tools.big]\nrisk = "read"\n')) as gate:
+        env = await gate.call("stub.big", {"lines": 5000}, principal=ALICE)
+        assert env.status == "ok", env
+        assert env.truncated is not None and env.truncated.cursor
+        assert env.raw_ref is not None
+        more = await gate.read_more(env.truncated.cursor, principal=ALICE)
+        assert more.status == "ok"
+
+
+async def test_an_upstreams_sampling_request_reaches_the_gateways_caller(
+    gate_of: GateOf, tmp_path: Path
+) -> None:
+    from tests.gateway.test_http_upstream import Answering
+
+    extra = 'protocol = "2025-11-25"\n[upstreams.tools.muse]\nrisk = "read"\n'
+    async with gate_of(upstream(tmp_path, extra)) as gate:
+        env = await gate.call("stub.muse", {"topic": "tea"}, principal=ALICE, sink=Answering())
+        assert env.status == "ok", env
+        assert env.payload == {"result": "the model said: sampled"}
+        # A caller whose client cannot sample: the upstream's request is refused.
+        env = await gate.call("stub.muse", {"topic": "tea"}, principal=ALICE)
+        assert env.error is not None
+        assert "this client cannot sample its model" in env.error.message_for_model
