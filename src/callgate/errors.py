@@ -18,6 +18,7 @@ so that code catching it still does (``except ValueError`` catches a
     │   ├── PolicyError [ValueError]          callgate.runtime.policy
     │   ├── BadCursor [ValueError]            callgate.runtime.cursor
     │   ├── ConfigError [ValueError]          callgate.config
+    │   ├── UpstreamConfigError [ValueError]  callgate.gateway.settings
     │   ├── MissingCredentials [ValueError]   callgate.agent.providers
     │   └── ScriptExhausted [RuntimeError]    callgate.agent.model
     ├── RuntimeFailure             something failed while running: no code is wrong
@@ -29,6 +30,9 @@ so that code catching it still does (``except ValueError`` catches a
     │   ├── StoreUnavailable                  callgate.store.failures
     │   ├── ModelError                        callgate.agent.model
     │   ├── CliError                          callgate.cli._common
+    │   ├── UpstreamUnavailable               callgate.gateway.connection
+    │   ├── UpstreamLost                      callgate.gateway.connection
+    │   ├── TokenError                        callgate.gateway._oauth
     │   └── DemoStateError [RuntimeError]     callgate.demo._state
     └── ToolError                  raised by a tool on purpose; the message is for the model
         ├── ConstructionError

@@ -16,6 +16,7 @@ from collections.abc import AsyncGenerator
 
 import httpx2
 
+from callgate.errors import RuntimeFailure
 from callgate.gateway.settings import Auth
 
 __all__ = ["ClientCredentials", "TokenError"]
@@ -24,7 +25,7 @@ EARLY = 30.0
 """Seconds before its expiry a token is replaced."""
 
 
-class TokenError(Exception):
+class TokenError(RuntimeFailure):
     """The token URL did not grant a token (the message never holds the secret)."""
 
 

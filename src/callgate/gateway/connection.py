@@ -39,6 +39,7 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from callgate import __version__
+from callgate.errors import RuntimeFailure
 from callgate.gateway._oauth import ClientCredentials
 from callgate.gateway.settings import Resolved, UpstreamSettings
 
@@ -47,9 +48,9 @@ __all__ = [
     "Connection",
     "Forwarding",
     "Listing",
-    "Lost",
     "State",
-    "Unavailable",
+    "UpstreamLost",
+    "UpstreamUnavailable",
 ]
 
 logger = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ class State(StrEnum):
     CLOSED = "closed"
 
 
-class Unavailable(Exception):
+class UpstreamUnavailable(RuntimeFailure):
     """The upstream is not connected: nothing was sent."""
 
     def __init__(self, upstream: str, reason: str, retry_in: float | None) -> None:
@@ -85,7 +86,7 @@ class Unavailable(Exception):
         self.retry_in = retry_in
 
 
-class Lost(Exception):
+class UpstreamLost(RuntimeFailure):
     """The connection failed while a request was out: it may have reached the upstream."""
 
     def __init__(self, upstream: str, reason: str) -> None:
@@ -459,7 +460,7 @@ class Connection:
                 await http.aclose()
 
     # calls -------------------------------------------------------------------------
-    def unavailable(self) -> Unavailable:
+    def unavailable(self) -> UpstreamUnavailable:
         retry_in = None
         if self.stats.next_retry_at is not None:
             retry_in = max(0.0, self.stats.next_retry_at - time.monotonic())
@@ -469,7 +470,7 @@ class Connection:
             reason = "the gateway is shutting down"
         else:
             reason = "it is not answering"
-        return Unavailable(self.name, reason, retry_in)
+        return UpstreamUnavailable(self.name, reason, retry_in)
 
     async def call(
         self,
@@ -485,8 +486,8 @@ class Connection:
             wait: seconds to wait for a connection that is being (re)established.
 
         Raises:
-            Unavailable: not connected (nothing was sent).
-            Lost: the connection failed with the request out.
+            UpstreamUnavailable: not connected (nothing was sent).
+            UpstreamLost: the connection failed with the request out.
             MCPError: the upstream answered with a protocol error.
         """
         result: types.CallToolResult = await self.request(
@@ -534,7 +535,7 @@ class Connection:
                 # The only request out, and the server refused the connection: it
                 # never reached the upstream, so nothing can have happened there.
                 self.lost(reason)
-                raise Unavailable(self.name, "it refused the connection", None) from None
+                raise UpstreamUnavailable(self.name, "it refused the connection", None) from None
             if _is_transport_failure(exc):
                 self._failures_in_row += 1
                 closed = isinstance(exc, MCPError) and exc.code in (
@@ -543,7 +544,7 @@ class Connection:
                 )
                 if closed or self._failures_in_row >= BREAKER_THRESHOLD:
                     self.lost(reason)
-                raise Lost(self.name, reason) from None
+                raise UpstreamLost(self.name, reason) from None
             raise
         finally:
             self._pending -= 1

@@ -43,8 +43,15 @@ from callgate.errors import (
     UnknownOutcomeError,
     UnrecoverableError,
 )
-from callgate.gateway.connection import Connection, Forwarding, Listing, Lost, Unavailable
+from callgate.gateway.connection import (
+    Connection,
+    Forwarding,
+    Listing,
+    UpstreamLost,
+    UpstreamUnavailable,
+)
 from callgate.gateway.settings import Resolved, ToolRule, UpstreamSettings
+from callgate.mcp import _wire
 from callgate.runtime.validation import ArgumentValidator
 
 __all__ = ["UpstreamHandler", "UpstreamToolbox", "local_names"]
@@ -175,7 +182,7 @@ class UpstreamHandler:
         wait = max(0.0, min(left, self.connection.settings.connect_timeout))
         try:
             result = await self.connection.call(self.tool, arguments, forwarding, wait=wait)
-        except Unavailable as exc:
+        except UpstreamUnavailable as exc:
             when = (
                 f"it is tried again in about {exc.retry_in:.0f} s"
                 if exc.retry_in is not None and exc.retry_in >= 1
@@ -187,7 +194,7 @@ class UpstreamHandler:
                 next_step="Wait and try again later, or use another tool meanwhile.",
                 retry_after=exc.retry_in,
             ) from None
-        except Lost:
+        except UpstreamLost:
             if self.read_only:
                 raise TransientError(
                     f"The connection to the upstream server {self.shown!r} was lost during "
@@ -408,11 +415,10 @@ class UpstreamToolbox(Toolbox):
         try:
             result = await self.connection.request(send, None, wait=self._wait())
             return scrub(result, self.connection.secrets) if self.connection.secrets else result
-        except (Unavailable, Lost) as exc:
-            raise MCPError(
-                code=types.INTERNAL_ERROR,
-                message=f"The upstream server {self.name!r} could not {what} ({exc}); "
-                "try again in a moment.",
+        except (UpstreamUnavailable, UpstreamLost) as exc:
+            raise _wire.internal(
+                f"The upstream server {self.name!r} could not {what} ({exc}); "
+                "try again in a moment."
             ) from None
 
     def _resource(self, uri: str, item: types.Resource | types.ResourceTemplate) -> ResourceSpec:
