@@ -268,19 +268,19 @@ async def test_resources_and_prompts_are_proxied_and_audited(
         server = build_server(gate, principal=ALICE)
         async with Client(server, mode="legacy") as client:
             listed = {str(r.uri) for r in (await client.list_resources()).resources}
-            assert "stub://motd" in listed
+            assert "stub+stub://motd" in listed
             templates = (await client.list_resource_templates()).resource_templates
-            assert "stub://notes/{name}" in {t.uri_template for t in templates}
-            read = await client.read_resource("stub://motd")
+            assert "stub+stub://notes/{name}" in {t.uri_template for t in templates}
+            read = await client.read_resource("stub+stub://motd")
             assert read.contents[0].text == "all systems nominal"  # type: ignore[union-attr]
-            read = await client.read_resource("stub://notes/todo")
+            read = await client.read_resource("stub+stub://notes/todo")
             assert read.contents[0].text == "note todo"  # type: ignore[union-attr]
             prompts = {p.name for p in (await client.list_prompts()).prompts}
             assert "stub__review" in prompts
             got = await client.get_prompt("stub__review", {"subject": "the plan"})
             assert got.messages[0].content.text == "Please review the plan."  # type: ignore[union-attr]
         trail = [(r.tool, r.outcome) for r in await gate.audit()]
-        assert ("resource:stub://motd", "ok") in trail
+        assert ("resource:stub+stub://motd", "ok") in trail
 
 
 async def test_a_timeout_is_transient_for_a_read_and_unknown_for_a_write(

@@ -19,13 +19,11 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-import os
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TextIO
+from typing import Any
 
 import anyio
 import httpx2
@@ -35,12 +33,19 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
-from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
+from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from callgate import __version__
 from callgate.errors import RuntimeFailure
 from callgate.gateway._oauth import ClientCredentials
+from callgate.gateway._transports import (
+    CountingTransport,
+    errlog,
+    is_transport_failure,
+    safe_reason,
+    watched,
+)
 from callgate.gateway.settings import Resolved, UpstreamSettings
 
 __all__ = [
@@ -139,38 +144,6 @@ _current: contextvars.ContextVar[Forwarding | None] = contextvars.ContextVar(
 )
 
 
-def _is_transport_failure(exc: BaseException) -> bool:
-    if isinstance(exc, MCPError):
-        if exc.code == CONNECTION_CLOSED:
-            return True
-        if exc.code == INVALID_REQUEST and "Session terminated" in str(exc):
-            return True
-        return exc.code == INTERNAL_ERROR and "error response" in str(exc)
-    return isinstance(
-        exc,
-        (
-            httpx2.TransportError,
-            OSError,
-            anyio.BrokenResourceError,
-            anyio.ClosedResourceError,
-            anyio.EndOfStream,
-        ),
-    )
-
-
-def safe_reason(exc: BaseException, secrets: frozenset[str]) -> str:
-    """A one-line reason for people (``callgate upstreams``, logs): never a secret."""
-    if isinstance(exc, MCPError):
-        text = f"MCP error {exc.code}: {exc}"
-    elif isinstance(exc, ExceptionGroup):
-        return safe_reason(exc.exceptions[0], secrets)
-    else:
-        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    for secret in secrets:
-        text = text.replace(secret, "[secret]")
-    return text.splitlines()[0][:300] if text else type(exc).__name__
-
-
 class Connection:
     """The supervisor of one upstream (see the module docs).
 
@@ -206,7 +179,7 @@ class Connection:
         self._was_ready = False
         self._ready_at = 0.0
         self._refused: str | None = None
-        self._transport: _CountingTransport | None = None
+        self._transport: CountingTransport | None = None
         self._pending = 0
         """Requests out on the session now (to tell whose connection was refused)."""
         """The last 401/403 of an HTTP upstream (what the error then says)."""
@@ -398,7 +371,7 @@ class Connection:
                 env=dict(self._resolved.env) or None,
                 cwd=settings.cwd,
             )
-            transport: Any = _watched(stdio_client(params, errlog=_errlog()), lost)
+            transport: Any = watched(stdio_client(params, errlog=errlog()), lost)
             http: httpx2.AsyncClient | None = None
         else:
             assert settings.url is not None
@@ -416,7 +389,7 @@ class Connection:
                         f", {challenge}" if challenge else ""
                     )
 
-            self._transport = _CountingTransport()
+            self._transport = CountingTransport()
             http = httpx2.AsyncClient(
                 transport=self._transport,
                 headers=headers,
@@ -536,7 +509,7 @@ class Connection:
                 # never reached the upstream, so nothing can have happened there.
                 self.lost(reason)
                 raise UpstreamUnavailable(self.name, "it refused the connection", None) from None
-            if _is_transport_failure(exc):
+            if is_transport_failure(exc):
                 self._failures_in_row += 1
                 closed = isinstance(exc, MCPError) and exc.code in (
                     CONNECTION_CLOSED,
@@ -603,62 +576,3 @@ class Connection:
                 message="callgate: this sampling request cannot be matched to one call",
             )
         return await target.sample(params)
-
-
-class _CountingTransport(httpx2.AsyncHTTPTransport):
-    """The HTTP transport, counting connections the upstream refused (no request
-    reached it then)."""
-
-    refused = 0
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        try:
-            return await super().handle_async_request(request)
-        except httpx2.ConnectError:
-            self.refused += 1
-            raise
-
-
-def _errlog() -> TextIO:
-    """Where a stdio upstream's stderr goes: the gateway's, when that is a real
-    file (a test runner or an embedding program may have replaced it)."""
-    for stream in (sys.stderr, sys.__stderr__):
-        try:
-            if stream is not None:
-                stream.fileno()
-                return stream
-        except (AttributeError, OSError, ValueError):
-            continue
-    global _DEVNULL
-    if _DEVNULL is None:
-        _DEVNULL = open(os.devnull, "w")  # noqa: SIM115 - one for the process, never closed
-    return _DEVNULL
-
-
-_DEVNULL: TextIO | None = None
-
-
-@contextlib.asynccontextmanager
-async def _watched(
-    inner: contextlib.AbstractAsyncContextManager[Any], lost: asyncio.Event
-) -> AsyncIterator[Any]:
-    """``inner``'s streams, with ``lost`` set once the server's output ends (it exited)."""
-    async with inner as (read, write):
-        send, receive = anyio.create_memory_object_stream[Any](16)
-
-        async def pump() -> None:
-            try:
-                async with send:
-                    async for item in read:
-                        await send.send(item)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-                pass
-            finally:
-                lost.set()
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(pump)
-            try:
-                yield receive, write
-            finally:
-                tg.cancel_scope.cancel()

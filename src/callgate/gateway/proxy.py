@@ -35,7 +35,7 @@ from mcp import Client, MCPError
 from callgate.contract import Toolbox, ToolContext, ToolSpec
 from callgate.contract.annotations import RiskTier, ToolAnnotations
 from callgate.contract.content import Content, Text
-from callgate.contract.context import REDACTED, ClientCannot, InputRequired, TrustedField
+from callgate.contract.context import InputRequired, TrustedField
 from callgate.contract.resources import Message, PromptArgument, PromptSpec, ResourceSpec
 from callgate.errors import (
     ConstructionError,
@@ -43,9 +43,9 @@ from callgate.errors import (
     UnknownOutcomeError,
     UnrecoverableError,
 )
+from callgate.gateway._forwarding import forwarding_for, scrub
 from callgate.gateway.connection import (
     Connection,
-    Forwarding,
     Listing,
     UpstreamLost,
     UpstreamUnavailable,
@@ -65,6 +65,9 @@ WIRE_SEPARATOR = 2
 MAX_WIRE = 64
 PROMPT_SEPARATOR = "__"
 """Between an upstream's name and its prompt's: ``everything__simple-prompt``."""
+RESOURCE_SEPARATOR = "+"
+"""Before an upstream's resource URI: ``fs+file:///notes.txt`` (a URI still, its
+scheme ``fs+file``), so two upstreams serving ``file:///`` do not collide."""
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 _VOUCHED = {
@@ -177,7 +180,7 @@ class UpstreamHandler:
         # (the approver saw them, policy read them, the audit has them).
         arguments = {**prepared, **injected}
         asked: list[InputRequired] = []
-        forwarding = _forwarding(ctx, asked, self.secrets)
+        forwarding = forwarding_for(ctx, asked, self.secrets)
         left = (ctx.deadline - datetime.now(UTC)).total_seconds()
         wait = max(0.0, min(left, self.connection.settings.connect_timeout))
         try:
@@ -234,91 +237,6 @@ class UpstreamHandler:
                 "says, or tell the user what failed.",
             )
         return payload_of(result, self.structured)
-
-
-def scrub(value: Any, secrets: frozenset[str]) -> Any:
-    """``value`` (a result, a message, their JSON) with every secret replaced by
-    ``[secret]``; pydantic models are scrubbed through their JSON form."""
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        return value
-    if isinstance(value, pydantic.BaseModel):
-        clean = scrub(value.model_dump(mode="json", by_alias=True), secrets)
-        return type(value).model_validate(clean)
-    if isinstance(value, dict):
-        return {scrub(key, secrets): scrub(item, secrets) for key, item in value.items()}
-    if isinstance(value, list):
-        return [scrub(item, secrets) for item in value]
-    return value
-
-
-def _forwarding(
-    ctx: ToolContext, asked: list[InputRequired], secrets: frozenset[str]
-) -> Forwarding:
-    """Progress, log messages, questions and sampling of the upstream, passed to the
-    gateway's caller through the tool's context (secrets scrubbed)."""
-
-    async def progress(progress: float, total: float | None, message: str | None) -> None:
-        await ctx.report_progress(progress, total, scrub(message, secrets))
-
-    async def log(level: str, data: Any) -> None:
-        text = data if isinstance(data, str) else json.dumps(data, default=str)[:4000]
-        text = scrub(text, secrets)
-        if level in ("debug", "info", "notice", "warning", "error", "critical", "alert"):
-            await ctx.log(level, text)  # type: ignore[arg-type]
-        else:
-            await ctx.log("emergency", text)
-
-    async def elicit(params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
-        if not isinstance(params, types.ElicitRequestFormParams):
-            return types.ErrorData(
-                code=types.INVALID_PARAMS,
-                message="callgate forwards form elicitation only",
-            )
-        try:
-            answer = await ctx.elicit(scrub(params.message, secrets), params.requested_schema)
-        except ClientCannot as exc:
-            return types.ErrorData(code=types.INVALID_REQUEST, message=f"callgate: {exc.message}")
-        except InputRequired as exc:
-            # A 2026-07-28 client answers by sending the call again: this round ends.
-            asked.append(exc)
-            return types.ErrorData(
-                code=types.INVALID_REQUEST,
-                message="callgate: the question goes to the user; the call is made again "
-                "with the answer",
-            )
-        return types.ElicitResult(action=answer.action, content=dict(answer.content or {}))
-
-    async def sample(
-        params: types.CreateMessageRequestParams,
-    ) -> types.CreateMessageResult | types.ErrorData:
-        messages = scrub(
-            [m.model_dump(mode="json", by_alias=True) for m in params.messages], secrets
-        )
-        try:
-            text = await ctx.sample(
-                messages,
-                max_tokens=params.max_tokens,
-                system_prompt=params.system_prompt,
-                temperature=params.temperature,
-            )
-        except ClientCannot as exc:
-            return types.ErrorData(code=types.INVALID_REQUEST, message=f"callgate: {exc.message}")
-        except InputRequired as exc:
-            asked.append(exc)
-            return types.ErrorData(
-                code=types.INVALID_REQUEST,
-                message="callgate: the request goes to the client; the call is made again",
-            )
-        return types.CreateMessageResult(
-            role="assistant",
-            content=types.TextContent(type="text", text=text),
-            model="callgate-client",
-        )
-
-    return Forwarding(progress=progress, log=log, elicit=elicit, sample=sample)
 
 
 def _message(message: types.PromptMessage) -> Message:
@@ -439,7 +357,7 @@ class UpstreamToolbox(Toolbox):
             return first.text
 
         return ResourceSpec(
-            uri=str(uri),
+            uri=f"{self.name}{RESOURCE_SEPARATOR}{uri}",
             name=item.name,
             toolbox=self.name,
             title=item.title,
