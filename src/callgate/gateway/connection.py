@@ -179,10 +179,10 @@ class Connection:
         self._was_ready = False
         self._ready_at = 0.0
         self._refused: str | None = None
+        """The last 401/403 of an HTTP upstream (what the error then says)."""
         self._transport: CountingTransport | None = None
         self._pending = 0
         """Requests out on the session now (to tell whose connection was refused)."""
-        """The last 401/403 of an HTTP upstream (what the error then says)."""
 
     @property
     def secrets(self) -> frozenset[str]:
@@ -281,7 +281,7 @@ class Connection:
                 self.stats.server = f"{info.name} {info.version}" if info is not None else None
                 self.stats.next_retry_at = None
                 self._failures_in_row = 0
-                self._backoff = BACKOFF_FIRST
+                self._backoff = min(BACKOFF_FIRST, self.settings.reconnect_max)
                 self.state = State.READY
                 self._was_ready = True
                 self._ready_at = time.monotonic()
