@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
 import pytest
 from mcp import Client
 from typer.testing import CliRunner
@@ -32,7 +34,10 @@ def config(tmp_path: Path, *, broken: bool = False) -> Path:
 
 
 def test_upstreams_shows_state_protocol_and_tools(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["upstreams", "-c", str(config(tmp_path)), "--json"])
+    store = f"sqlite:///{tmp_path / 'probe.db'}"
+    result = CliRunner().invoke(
+        app, ["upstreams", "-c", str(config(tmp_path)), "--json", "--store", store]
+    )
     assert result.exit_code == 0, result.output
     (report,) = json.loads(result.stdout)
     assert report["name"] == "stub" and report["state"] == "ready"
@@ -43,8 +48,11 @@ def test_upstreams_shows_state_protocol_and_tools(tmp_path: Path) -> None:
 
 
 def test_a_down_upstream_is_shown_with_its_error_and_exits_1(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'probe.db'}"
     result = CliRunner().invoke(
-        app, ["upstreams", "-c", str(config(tmp_path, broken=True))], env={"COLUMNS": "200"}
+        app,
+        ["upstreams", "-c", str(config(tmp_path, broken=True)), "--store", store],
+        env={"COLUMNS": "200"},
     )
     assert result.exit_code == 1, result.output
     assert "gone" in result.stdout and "down" in result.stdout
@@ -72,3 +80,24 @@ async def test_serve_lists_upstreams_and_serves_their_tools(tmp_path: Path) -> N
                 result = await client.call_tool("stub__say", {"text": "hi"})
                 assert not result.is_error
                 assert result.structured_content == {"result": "hi"}
+
+
+@pytest.mark.anyio
+async def test_upstreams_counts_the_calls_and_failures_the_audit_holds(tmp_path: Path) -> None:
+    from callgate import Principal
+    from callgate.config import load_config
+
+    store = f"sqlite:///{tmp_path / 'gw.db'}"
+    path = config(tmp_path)
+    alice = Principal("alice", tenant="acme")
+    async with load_config(path).build_gate(store) as gate:
+        for text in ("a", "b"):
+            assert (await gate.call("stub.say", {"text": text}, principal=alice)).ok
+        failed = await gate.call("stub.fail", {"reason": "no"}, principal=alice)
+        assert failed.error is not None
+    result = await anyio.to_thread.run_sync(
+        lambda: CliRunner().invoke(app, ["upstreams", "-c", str(path), "--store", store, "--json"])
+    )
+    assert result.exit_code == 0, result.output
+    (report,) = json.loads(result.stdout)
+    assert (report["calls"], report["failures"]) == (3, 1)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from callgate.cli._common import CliError, JsonOption, StoreOption, cli_errors, console, print_json
-from callgate.cli._context import ConfigOption, load
+from callgate.cli._context import ConfigOption, load, store_option
+
+COUNTED = timedelta(hours=24)
+"""How far back ``callgate upstreams`` counts calls and failures in the audit."""
 
 if TYPE_CHECKING:
     from callgate.gateway.proxy import UpstreamToolbox
@@ -26,13 +30,15 @@ def upstreams(
 
     For each: where it is, its trust, its state (ready, starting, down), the
     protocol version it speaks, its server name, the tools it serves (renamed
-    and skipped ones named), its last error, and the calls and failures of this
-    probe. Each upstream gets its startup_wait (5 s by default) to answer.
-    Exits 1 when an upstream is not ready, 2 when the config is bad.
+    and skipped ones named), its last error, and the calls of its tools and how
+    many failed over the last 24 hours, from the audit of the store (every
+    gateway process writing to it counts). Each upstream gets its startup_wait
+    (5 s by default) to answer. Exits 1 when an upstream is not ready, 2 when
+    the config or the store is bad.
     """
-    del store  # probing needs no store: an in-memory one keeps the real one untouched
     with cli_errors():
-        gate = load(ctx, config, demo_default=False).build_gate("memory://")
+        cfg = load(ctx, config, demo_default=False)
+        gate = cfg.build_gate(cfg.store_url(store_option(ctx, store)))
         if not gate.upstreams():
             raise CliError("the config has no [[upstreams]] (docs/gateway.md)")
         reports = asyncio.run(_probe(gate))
@@ -48,7 +54,13 @@ async def _probe(gate: Gate) -> list[dict[str, Any]]:
     from callgate.cli._common import opened
 
     async with opened(gate):
-        return [upstream_report(gate, box) for box in _boxes(gate)]
+        since = gate.clock.now() - COUNTED
+        reports = []
+        for box in _boxes(gate):
+            report = upstream_report(gate, box)
+            report["calls"], report["failures"] = await gate.outcomes(f"{box.name}.", since=since)
+            reports.append(report)
+        return reports
 
 
 def _boxes(gate: Gate) -> list[UpstreamToolbox]:
@@ -79,6 +91,7 @@ def upstream_report(gate: Gate, box: UpstreamToolbox) -> dict[str, Any]:
         "retry_in": retry_in,
         "calls": stats.calls,
         "failures": stats.failures,
+        "counted_hours": COUNTED.total_seconds() / 3600,
     }
 
 
@@ -100,7 +113,8 @@ def _print(reports: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)
-    for column in ("upstream", "state", "protocol", "tools", "trust", "last error", "where"):
+    columns = ("upstream", "state", "protocol", "tools", "calls 24 h", "failed", "trust")
+    for column in (*columns, "last error", "where"):
         table.add_column(column, overflow="fold")
     for report in reports:
         state = report["state"]
@@ -111,6 +125,8 @@ def _print(reports: list[dict[str, Any]]) -> None:
             state,
             report["protocol"] or "-",
             str(len(report["tools"])),
+            f"{report['calls']:,}",
+            f"{report['failures']:,}",
             report["trust"],
             report["last_error"] or "-",
             report["target"],

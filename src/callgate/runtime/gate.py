@@ -6,6 +6,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
@@ -441,6 +442,13 @@ class Gate:
         """Where agent runs are kept (their state and trace), across processes."""
         await self.open()
         return self.store
+
+    async def outcomes(self, tool_prefix: str, *, since: datetime) -> tuple[int, int]:
+        """Calls of the tools whose full names start with ``tool_prefix`` (``time.``:
+        an upstream's) recorded since ``since``, and how many of them failed: from
+        the audit, so every process writing to this store counts."""
+        await self.open()
+        return await self.store.count_outcomes(tool_prefix, since=since)
 
     async def audit(
         self, *, tail: int | None = None, call_id: str | None = None

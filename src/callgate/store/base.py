@@ -343,6 +343,10 @@ class Store(Protocol):
         """How many ``final`` records with status ``ok`` the session has for this
         tool and argument hash."""
 
+    async def count_outcomes(self, tool_prefix: str, *, since: datetime) -> tuple[int, int]:
+        """Calls (``final`` records) of tools whose names start with ``tool_prefix``
+        at or after ``since``, and how many of them ended in an error."""
+
     async def session_retries(self, session_id: str) -> int:
         """Retries spent in the session so far: sum of ``attempts - 1`` over its
         ``final`` records."""

@@ -117,6 +117,15 @@ class MemoryStore:
             records = records[len(records) - tail :]
         return [replace(r, detail=_json(r.detail)) for r in records]
 
+    async def count_outcomes(self, tool_prefix: str, *, since: datetime) -> tuple[int, int]:
+        await checkpoint()
+        finals = [
+            r
+            for r in self._audit
+            if r.phase == "final" and r.tool.startswith(tool_prefix) and r.at >= since
+        ]
+        return len(finals), sum(1 for r in finals if r.status == "error")
+
     async def count_session_calls(self, session_id: str, tool: str, args_hash: str) -> int:
         await checkpoint()
         return sum(

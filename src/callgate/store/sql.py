@@ -10,6 +10,7 @@ import contextlib
 import functools
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import fields
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -335,6 +336,20 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
             rows = (await conn.execute(stmt)).all()
         records = [_audit_record(row) for row in rows]
         return records[::-1] if tail is not None else records
+
+    async def count_outcomes(self, tool_prefix: str, *, since: datetime) -> tuple[int, int]:
+        escaped = tool_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        stmt = select(
+            func.count(),
+            func.coalesce(func.sum(case((audit.c.status == "error", 1), else_=0)), 0),
+        ).where(
+            audit.c.phase == "final",
+            audit.c.tool.like(f"{escaped}%", escape="\\"),
+            audit.c.at >= since,
+        )
+        async with self._begin(write=False) as conn:
+            calls, failures = (await conn.execute(stmt)).one()
+        return int(calls), int(failures)
 
     async def _read_fast(
         self, sql: str, parameters: tuple[Any, ...]
