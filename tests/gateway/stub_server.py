@@ -20,6 +20,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import SamplingMessage, TextContent, ToolAnnotations
 
 LOG = sys.argv[1] if len(sys.argv) > 1 else os.devnull
+if os.environ.get("STUB_BROKEN"):  # a server that dies at start (its config is wrong, say)
+    sys.exit(4)
 
 server = MCPServer("stub-upstream")
 

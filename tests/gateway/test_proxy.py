@@ -362,3 +362,21 @@ async def test_an_upstreams_sampling_request_reaches_the_gateways_caller(
         env = await gate.call("stub.muse", {"topic": "tea"}, principal=ALICE)
         assert env.error is not None
         assert "this client cannot sample its model" in env.error.message_for_model
+
+
+async def test_an_upstream_down_at_start_serves_its_last_listing_and_answers_transient(
+    gate_of: GateOf, tmp_path: Path, store: Store
+) -> None:
+    async with gate_of(upstream(tmp_path), store) as gate:
+        assert gate.tool("stub.echo") is not None  # listed, and kept in the store
+    broken = upstream(tmp_path, 'env = { STUB_BROKEN = "1" }').replace(
+        "startup_wait = 20", "startup_wait = 1"
+    )
+    async with gate_of(broken, store) as gate:
+        (box,) = gate.upstreams()
+        assert box.connection.stats.tools_kept  # type: ignore[attr-defined]
+        assert gate.tool("stub.echo") is not None
+        env = await gate.call("stub.echo", {"text": "hi"}, principal=ALICE)
+        assert env.error is not None and env.error.kind is ErrorKind.TRANSIENT
+        assert "'stub' is unavailable" in env.error.message_for_model
+        assert "Nothing was sent" in env.error.message_for_model

@@ -32,6 +32,7 @@ TABLES = {
     "results",
     "session_taints",
     "tasks",
+    "upstream_listings",
 }
 
 

@@ -85,6 +85,7 @@ def upstream_report(gate: Gate, box: UpstreamToolbox) -> dict[str, Any]:
         "protocol": stats.protocol,
         "server": stats.server,
         "tools": [spec.name for spec in gate.tools() if spec.toolbox == box.name],
+        "tools_kept": stats.tools_kept,
         "renamed": dict(stats.renamed),
         "skipped": dict(box.skipped),
         "last_error": stats.last_error,
@@ -118,6 +119,8 @@ def _print(reports: list[dict[str, Any]]) -> None:
         table.add_column(column, overflow="fold")
     for report in reports:
         state = report["state"]
+        if report["tools_kept"]:
+            state += " (tools as last listed)"
         if report["retry_in"] is not None:
             state += f" (retry in {report['retry_in']:g} s)"
         table.add_row(

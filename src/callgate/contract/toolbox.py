@@ -35,13 +35,22 @@ class DuplicateTool(UserError, ValueError):
     """Two tools of one toolbox share a name."""
 
 
+class ListingKeeper(Protocol):
+    """Where a connected toolbox keeps what the other side last listed (the
+    gate's store), so that a gate started while that side is down still knows it."""
+
+    async def save_listing(self, name: str, key: str, listing: Any) -> None: ...
+
+    async def get_listing(self, name: str, key: str) -> Any | None: ...
+
+
 @runtime_checkable
 class ConnectedToolbox(Protocol):
     """A toolbox that holds a connection (an upstream MCP server's tools): the gate
     opens it when the gate opens and closes it when the gate closes. ``open`` must
     return within a bounded time even when the other side does not answer."""
 
-    async def open(self) -> None: ...
+    async def open(self, kept: ListingKeeper) -> None: ...
 
     async def aclose(self) -> None: ...
 

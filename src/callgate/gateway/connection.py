@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import hashlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -37,6 +38,7 @@ from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from callgate import __version__
+from callgate.contract.toolbox import ListingKeeper
 from callgate.errors import RuntimeFailure
 from callgate.gateway._oauth import ClientCredentials
 from callgate.gateway._transports import (
@@ -114,6 +116,8 @@ class Stats:
     next_retry_at: float | None = None
     """Monotonic time of the next reconnect, while down."""
     tools: int = 0
+    tools_kept: bool = False
+    """The tools served are the kept listing's: the upstream has not answered yet."""
     renamed: dict[str, str] = field(default_factory=dict)
 
 
@@ -125,6 +129,36 @@ class Listing:
     resources: list[types.Resource] = field(default_factory=list)
     templates: list[types.ResourceTemplate] = field(default_factory=list)
     prompts: list[types.Prompt] = field(default_factory=list)
+    kept: bool = False
+    """Read from the store (the upstream has not answered since the gateway started)."""
+
+    def to_json(self) -> dict[str, Any]:
+        def dump(items: list[Any]) -> list[Any]:
+            return [
+                item.model_dump(mode="json", by_alias=True, exclude_none=True) for item in items
+            ]
+
+        return {
+            "tools": dump(self.tools),
+            "resources": dump(self.resources),
+            "templates": dump(self.templates),
+            "prompts": dump(self.prompts),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Listing:
+        """The listing kept by :meth:`to_json`.
+
+        Raises:
+            pydantic.ValidationError: it is not one (kept by another SDK version, say).
+        """
+        return cls(
+            tools=[types.Tool.model_validate(item) for item in data["tools"]],
+            resources=[types.Resource.model_validate(item) for item in data["resources"]],
+            templates=[types.ResourceTemplate.model_validate(item) for item in data["templates"]],
+            prompts=[types.Prompt.model_validate(item) for item in data["prompts"]],
+            kept=True,
+        )
 
 
 @dataclass(kw_only=True)
@@ -178,6 +212,7 @@ class Connection:
         self._backoff = min(BACKOFF_FIRST, settings.reconnect_max)
         self._was_ready = False
         self._ready_at = 0.0
+        self._kept: ListingKeeper | None = None
         self._refused: str | None = None
         """The last 401/403 of an HTTP upstream (what the error then says)."""
         self._transport: CountingTransport | None = None
@@ -190,9 +225,17 @@ class Connection:
         return self._resolved.secrets
 
     # lifecycle -----------------------------------------------------------------
-    async def start(self) -> None:
+    async def start(self, kept: ListingKeeper | None = None) -> None:
         """Start the supervisor and wait for the first listing, at most
-        ``startup_wait`` seconds: a slow upstream never holds the gateway up."""
+        ``startup_wait`` seconds: a slow upstream never holds the gateway up.
+
+        With ``kept``, the upstream's last listing is served from it until the
+        upstream answers (its calls answer ``transient`` meanwhile), and every new
+        listing is kept there.
+        """
+        self._kept = kept
+        if kept is not None and self._task is None:
+            await self._restore(kept)
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(
                 self._supervise(), name=f"callgate upstream {self.name}"
@@ -200,6 +243,30 @@ class Connection:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.settings.startup_wait):
                 await self._ready.wait()
+
+    @property
+    def key(self) -> str:
+        """Which configuration a kept listing is for: where the upstream is."""
+        return hashlib.sha256(self.settings.target.encode()).hexdigest()[:16]
+
+    async def _restore(self, kept: ListingKeeper) -> None:
+        try:
+            data = await kept.get_listing(self.name, self.key)
+            if data is not None:
+                self._on_listing(Listing.from_json(data))
+                self.stats.tools_kept = True
+        except Exception:  # a store or a kept listing that fails: start without it
+            logger.warning(
+                "upstream %s: its kept listing could not be read", self.name, exc_info=True
+            )
+
+    async def _keep(self, listing: Listing) -> None:
+        if self._kept is None:
+            return
+        try:
+            await self._kept.save_listing(self.name, self.key, listing.to_json())
+        except Exception:  # keeping it is a help, not a condition of serving
+            logger.warning("upstream %s: its listing could not be kept", self.name, exc_info=True)
 
     async def aclose(self) -> None:
         self._closing = True
@@ -335,9 +402,10 @@ class Connection:
             prompts = await self._pages(
                 lambda cursor: client.list_prompts(cursor=cursor, cache_mode="bypass")
             )
-        self._on_listing(
-            Listing(tools=tools, resources=resources, templates=templates, prompts=prompts)
-        )
+        listing = Listing(tools=tools, resources=resources, templates=templates, prompts=prompts)
+        self._on_listing(listing)
+        self.stats.tools_kept = False
+        await self._keep(listing)
 
     async def _pages(self, fetch: Callable[[str | None], Awaitable[Any]]) -> list[Any]:
         """Every item of a paginated listing, a bounded number of pages."""
@@ -483,8 +551,9 @@ class Connection:
         ``forwarding`` receives what the upstream sends back while it runs."""
         client = self._client
         if client is None or self.state is not State.READY:
-            if self.stats.connects:
-                # A new session after a lost one: worth a short wait, not a long one.
+            if self.stats.connects or self.stats.last_error:
+                # A new session after a lost or failed one: worth a short wait, not
+                # a long one (the full wait is for the first try at start-up).
                 wait = min(wait, RECONNECT_WAIT)
             if self.state is State.STARTING and await self.wait_ready(wait):
                 client = self._client

@@ -37,6 +37,7 @@ from callgate.contract.annotations import RiskTier, ToolAnnotations
 from callgate.contract.content import Content, Text
 from callgate.contract.context import InputRequired, TrustedField
 from callgate.contract.resources import Message, PromptArgument, PromptSpec, ResourceSpec
+from callgate.contract.toolbox import ListingKeeper
 from callgate.errors import (
     ConstructionError,
     TransientError,
@@ -291,8 +292,8 @@ class UpstreamToolbox(Toolbox):
         self.skipped: dict[str, str] = {}
         """Upstream tools not served, with the reason (a schema that is no JSON Schema)."""
 
-    async def open(self) -> None:
-        await self.connection.start()
+    async def open(self, kept: ListingKeeper) -> None:
+        await self.connection.start(kept)
 
     async def aclose(self) -> None:
         await self.connection.aclose()

@@ -163,7 +163,7 @@ class Gate:
             )
             # Toolboxes that hold connections (a gateway's upstreams) start with the
             # gate, side by side: each waits a bounded time for its first listing.
-            await asyncio.gather(*(box.open() for box in self.upstreams()))
+            await asyncio.gather(*(box.open(self.store) for box in self.upstreams()))
             self._services = services
 
     def upstreams(self) -> list[ConnectedToolbox]:

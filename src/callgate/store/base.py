@@ -513,6 +513,15 @@ class Store(Protocol):
     async def save_run(self, record: RunRecord) -> None:
         """Insert the run, or replace the stored one with the same ``id``."""
 
+    # upstream listings ---------------------------------------------------------
+    async def save_listing(self, name: str, key: str, listing: Any) -> None:
+        """Keep what the upstream ``name`` served (JSON), for the upstream as
+        configured now (``key``); replaces the one kept before."""
+
+    async def get_listing(self, name: str, key: str) -> Any | None:
+        """The listing kept for ``name`` as configured by ``key``; None if there
+        is none or the upstream was configured otherwise when it was kept."""
+
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run whatever its status; None if unknown."""
 

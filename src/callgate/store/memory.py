@@ -65,6 +65,7 @@ class MemoryStore:
         self._taints: dict[str, dict[str, str]] = {}
         self._tasks: dict[str, TaskRecord] = {}
         self._runs: dict[str, RunRecord] = {}
+        self._listings: dict[str, tuple[str, Any]] = {}
         self._handles: dict[str, HandleRecord] = {}
 
     async def __aenter__(self) -> MemoryStore:
@@ -482,6 +483,16 @@ class MemoryStore:
         if record is None:
             return None
         return replace(record, state=_json(record.state), trace=_json(record.trace))
+
+    # upstream listings ---------------------------------------------------------
+    async def save_listing(self, name: str, key: str, listing: Any) -> None:
+        await checkpoint()
+        self._listings[name] = (key, _json(listing))
+
+    async def get_listing(self, name: str, key: str) -> Any | None:
+        await checkpoint()
+        kept = self._listings.get(name)
+        return _json(kept[1]) if kept is not None and kept[0] == key else None
 
     # handles ------------------------------------------------------------------
     async def create_handle(self, record: HandleRecord) -> None:

@@ -253,3 +253,12 @@ agent_runs = Table(
     Column("trace", JSON, nullable=False),
     Index(None, "status", "updated_at"),
 )
+
+upstream_listings = Table(
+    "upstream_listings",
+    metadata,
+    Column("name", String, primary_key=True),
+    Column("key", String, nullable=False),
+    Column("listing", JSON, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
