@@ -101,7 +101,8 @@ def status_lines(gate: Gate) -> list[str]:
     lines = []
     for box in _boxes(gate):
         report = upstream_report(gate, box)
-        facts = f"{report['state']}, {len(report['tools'])} tools"
+        kept = " as last listed" if report["tools_kept"] else ""
+        facts = f"{report['state']}, {len(report['tools'])} tools{kept}"
         if report["protocol"]:
             facts += f", protocol {report['protocol']}"
         if report["state"] != "ready" and report["last_error"]:
