@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import SamplingMessage, TextContent, ToolAnnotations
@@ -83,6 +84,17 @@ def slow(seconds: float) -> str:
     """Take its time."""
     time.sleep(seconds)
     return "done"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def linger(seconds: float) -> str:
+    """Wait, and note it when the wait is cancelled."""
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        _note("linger:cancelled")
+        raise
+    return "waited"
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))

@@ -380,3 +380,21 @@ async def test_an_upstream_down_at_start_serves_its_last_listing_and_answers_tra
         assert env.error is not None and env.error.kind is ErrorKind.TRANSIENT
         assert "'stub' is unavailable" in env.error.message_for_model
         assert "Nothing was sent" in env.error.message_for_model
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_a_call_the_gateway_gives_up_on_is_cancelled_at_the_upstream(
+    gate_of: GateOf, tmp_path: Path, protocol: str
+) -> None:
+    extra = f'protocol = "{protocol}"\n[upstreams.tools.linger]\ntimeout = 0.5\nrisk = "read"\n'
+    async with gate_of(upstream(tmp_path, extra)) as gate:
+        env = await gate.call(
+            "stub.linger", {"seconds": 30}, principal=ALICE, session_id=f"s-{protocol}"
+        )
+        assert env.error is not None and env.error.kind is ErrorKind.TRANSIENT
+        # The file is the upstream's: poll it, for a bounded time.
+        for _ in range(200):
+            if "linger:cancelled" in log_lines(tmp_path):
+                break
+            await anyio.sleep(0.05)
+        assert "linger:cancelled" in log_lines(tmp_path)

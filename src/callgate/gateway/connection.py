@@ -622,6 +622,11 @@ class Connection:
         target = self._forwarding()
         if target is not None:
             await target.log(params.level, params.data)
+        else:  # not one call's: the gateway's own log keeps it
+            text = params.data if isinstance(params.data, str) else repr(params.data)
+            for secret in self._resolved.secrets:
+                text = text.replace(secret, "[secret]")
+            logger.info("upstream %s says (%s): %s", self.name, params.level, text[:2000])
 
     async def _on_elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
