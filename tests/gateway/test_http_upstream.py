@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import socket
 import sys
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,11 +23,11 @@ import uvicorn
 
 from callgate import Gate, Principal, Toolbox, ToolContext
 from callgate.config import load_config
-from callgate.contract.context import Elicitation, LogLevel, Root
 from callgate.errors import ErrorKind
 from callgate.gateway import upstream_toolboxes
 from callgate.mcp import build_server, streamable_http_app
 from callgate.store import MemoryStore
+from tests.gateway.sinks import Answering
 
 pytestmark = pytest.mark.anyio
 
@@ -176,36 +176,6 @@ async def test_a_bad_credential_is_a_down_upstream_that_names_no_secret(tmp_path
             assert env.error is not None and env.error.kind is ErrorKind.CONSTRUCTION
             # Never reached: its tools are not known, so none is served.
             assert env.error.message_for_model == "Unknown tool 'remote.up__echo'."
-
-
-class Answering:
-    """A gateway caller whose client can ask its user (answers yes)."""
-
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        pass
-
-    async def log(self, level: LogLevel, message: str, data: Any) -> None:
-        pass
-
-    async def elicit(self, message: str, schema: Mapping[str, Any], key: str | None) -> Elicitation:
-        self.asked.append(message)
-        return Elicitation("accept", {"ok": True})
-
-    async def sample(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        max_tokens: int,
-        system_prompt: str | None,
-        temperature: float | None,
-        key: str | None,
-    ) -> str:
-        return "sampled"
-
-    async def list_roots(self, key: str | None) -> list[Root]:
-        return []
 
 
 @pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])

@@ -21,6 +21,7 @@ from callgate.errors import ErrorKind
 from callgate.gateway import upstream_toolboxes
 from callgate.mcp import build_server
 from callgate.store import SQLStore, Store
+from tests.gateway.sinks import Answering, Recording
 from tests.pg import POSTGRES_URL, drop_schema
 
 STUB = Path(__file__).with_name("stub_server.py")
@@ -150,20 +151,12 @@ async def test_an_upstream_error_keeps_its_text_for_the_model(
 
 
 async def test_progress_passes_through(gate_of: GateOf, tmp_path: Path) -> None:
-    seen: list[tuple[float, float | None, str | None]] = []
-
-    class Sink:
-        async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-            seen.append((progress, total, message))
-
-        async def log(self, level: Any, message: str, data: Any) -> None:
-            pass
-
+    caller = Recording()
     async with gate_of(upstream(tmp_path)) as gate:
-        env = await gate.call("stub.count", {"to": 3}, principal=ALICE, sink=Sink())
+        env = await gate.call("stub.count", {"to": 3}, principal=ALICE, sink=caller)
         assert env.status == "ok"
-        assert [p for p, _, _ in seen] == [1, 2, 3]
-        assert seen[-1][1] == 3 and seen[-1][2] == "step 3"
+        assert [p for p, _, _ in caller.progressed] == [1, 2, 3]
+        assert caller.progressed[-1][1:] == (3, "step 3")
 
 
 async def test_a_write_whose_upstream_died_is_unknown_outcome_and_it_comes_back(
@@ -299,19 +292,11 @@ async def test_a_timeout_is_transient_for_a_read_and_unknown_for_a_write(
 
 
 async def test_log_messages_pass_through(gate_of: GateOf, tmp_path: Path) -> None:
-    logged: list[tuple[str, str]] = []
-
-    class Sink:
-        async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-            pass
-
-        async def log(self, level: Any, message: str, data: Any) -> None:
-            logged.append((level, message))
-
+    caller = Recording()
     async with gate_of(upstream(tmp_path, 'protocol = "2025-11-25"')) as gate:
-        env = await gate.call("stub.chatty", {}, principal=ALICE, sink=Sink())
+        env = await gate.call("stub.chatty", {}, principal=ALICE, sink=caller)
         assert env.status == "ok", env
-        assert ("info", "halfway there") in logged
+        assert ("info", "halfway there") in caller.logged
 
 
 async def test_the_gateways_clients_hear_of_an_upstreams_new_tool(
@@ -351,8 +336,6 @@ async def test_an_oversize_upstream_result_is_shaped_with_a_notice(
 async def test_an_upstreams_sampling_request_reaches_the_gateways_caller(
     gate_of: GateOf, tmp_path: Path
 ) -> None:
-    from tests.gateway.test_http_upstream import Answering
-
     extra = 'protocol = "2025-11-25"\n[upstreams.tools.muse]\nrisk = "read"\n'
     async with gate_of(upstream(tmp_path, extra)) as gate:
         env = await gate.call("stub.muse", {"topic": "tea"}, principal=ALICE, sink=Answering())
