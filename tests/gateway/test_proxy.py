@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from mcp import Client
+from mcp import Client, MCPError
 
 from callgate import Gate, Principal
 from callgate.config import load_config
@@ -381,3 +381,31 @@ async def test_a_call_the_gateway_gives_up_on_is_cancelled_at_the_upstream(
                 break
             await anyio.sleep(0.05)
         assert "linger:cancelled" in log_lines(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        RuntimeError("Invalid structured content returned by tool append"),
+        MCPError(types.INTERNAL_ERROR, "boom"),
+    ],
+)
+async def test_a_failure_after_the_request_went_out_is_unknown_for_a_write(
+    gate_of: GateOf, tmp_path: Path, failure: Exception
+) -> None:
+    extra = '[upstreams.tools.echo]\nrisk = "read"\n'
+    async with gate_of(upstream(tmp_path, extra)) as gate:
+        (box,) = gate.upstreams()
+
+        async def broken(*args: Any, **kwargs: Any) -> Any:
+            raise failure
+
+        box.connection.call = broken  # type: ignore[attr-defined]
+        write = await gate.call("stub.append", {"line": "x"}, principal=ALICE)
+        assert write.error is not None and write.error.kind is ErrorKind.UNKNOWN_OUTCOME
+        assert write.timing.attempts == 1
+        read = await gate.call("stub.echo", {"text": "x"}, principal=ALICE)
+        assert read.error is not None and read.error.kind is ErrorKind.UNRECOVERABLE
+        for env in (write, read):
+            assert "boom" not in env.error.message_for_model  # type: ignore[union-attr]
+            assert "structured content" not in env.error.message_for_model  # type: ignore[union-attr]

@@ -18,6 +18,7 @@ payload or one of the taxonomy's errors:
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -29,7 +30,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import mcp_types as types
-import pydantic
 from mcp import Client, MCPError
 
 from callgate.contract import Toolbox, ToolContext, ToolSpec
@@ -40,11 +40,13 @@ from callgate.contract.resources import Message, PromptArgument, PromptSpec, Res
 from callgate.contract.toolbox import ListingKeeper
 from callgate.errors import (
     ConstructionError,
+    ToolError,
     TransientError,
     UnknownOutcomeError,
     UnrecoverableError,
 )
 from callgate.gateway._forwarding import forwarding_for, scrub
+from callgate.gateway._transports import safe_reason
 from callgate.gateway.connection import (
     Connection,
     Listing,
@@ -184,6 +186,7 @@ class UpstreamHandler:
         forwarding = forwarding_for(ctx, asked, self.secrets)
         left = (ctx.deadline - datetime.now(UTC)).total_seconds()
         wait = max(0.0, min(left, self.connection.settings.connect_timeout))
+        failure: Exception | None = None
         try:
             result = await self.connection.call(self.tool, arguments, forwarding, wait=wait)
         except UpstreamUnavailable as exc:
@@ -211,19 +214,34 @@ class UpstreamHandler:
                 next_step="Do not retry. First check with a read tool whether the change happened.",
             ) from None
         except MCPError as exc:
-            raise ConstructionError(
-                f"The upstream server {self.shown!r} refused the call: {str(exc)[:MAX_MESSAGE]}",
-                next_step="Fix the arguments as the message says and call again.",
-            ) from None
-        except pydantic.ValidationError:
-            # The upstream answered, but not in MCP's shape: it did run the call.
+            if exc.code != types.INTERNAL_ERROR:  # refused as asked: nothing ran
+                raise ConstructionError(
+                    f"The upstream server {self.shown!r} refused the call: "
+                    f"{str(scrub(str(exc), self.secrets))[:MAX_MESSAGE]}",
+                    next_step="Fix the arguments as the message says and call again.",
+                ) from None
+            failure = exc
+        except (ToolError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            failure = exc
+        if failure is not None:
+            # The request went out and failed in the upstream (an internal error)
+            # or after it (an answer not in MCP's shape, structured content its own
+            # output schema refuses, the SDK giving up): it may well have run.
+            logger.warning(
+                "upstream %s: call of %r failed after it was sent: %s",
+                self.shown,
+                self.tool,
+                safe_reason(failure, self.secrets),
+            )
             if self.read_only:
                 raise UnrecoverableError(
-                    f"The upstream server {self.shown!r} answered in a form callgate cannot read.",
+                    f"The upstream server {self.shown!r} failed to answer this call properly.",
                     next_step="Do not retry. Tell the user the tool's server misbehaved.",
                 ) from None
             raise UnknownOutcomeError(
-                f"The upstream server {self.shown!r} answered in a form callgate cannot read: "
+                f"The upstream server {self.shown!r} failed to answer this call properly: "
                 "the change may or may not have been made.",
                 next_step="Do not retry. First check with a read tool whether the change happened.",
             ) from None
