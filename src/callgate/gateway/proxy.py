@@ -8,12 +8,18 @@ decides and records as for any tool; here the upstream's answer becomes a
 payload or one of the taxonomy's errors:
 
 - ``isError`` results: ``construction``, the upstream's own text as the message;
-- a protocol error from the upstream: ``construction``, its message;
+- a protocol error from the upstream (the call refused): ``construction``, its message;
 - not connected (nothing sent): ``transient``, naming the upstream and when it
   is tried again;
 - the connection lost with the request out: ``transient`` for a read (retried
   by the chain within its budgets), ``unknown_outcome`` for anything else
-  (never retried).
+  (never retried);
+- any other failure once the request went out (the upstream's internal error,
+  an answer the SDK cannot read): ``unrecoverable`` for a read,
+  ``unknown_outcome`` for anything else.
+
+Pinned and injected arguments are trusted fields the chain sets; values the
+gateway read from its environment are scrubbed from whatever comes back.
 """
 
 from __future__ import annotations
