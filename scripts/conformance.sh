@@ -27,32 +27,18 @@
 # Exit status: the suite's (0 when every scenario passed or failed as expected), 2 for usage or install errors.
 set -euo pipefail
 
-SUITE_PACKAGE="@modelcontextprotocol/conformance"
-SUITE_VERSION="0.2.0-alpha.12"
-
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-CACHE="${CALLGATE_CONFORMANCE_CACHE:-$ROOT/.cache/conformance}"
-SUITE_BIN="$CACHE/node_modules/$SUITE_PACKAGE/dist/index.js"
 
 die() {
     echo "conformance: $*" >&2
     exit 2
 }
 
-# shellcheck source=scripts/_node.sh
-source "$ROOT/scripts/_node.sh"
+# shellcheck source=scripts/_conformance.sh
+source "$ROOT/scripts/_conformance.sh"
 
 usage() {
     sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
-}
-
-ensure_installed() {
-    ensure_node
-    npm_cached_install "$CACHE" "$SUITE_BIN" "$SUITE_PACKAGE@$SUITE_VERSION"
-}
-
-run_suite() {
-    run_node "$SUITE_BIN" "$@"
 }
 
 [ $# -gt 0 ] || { usage >&2; exit 2; }

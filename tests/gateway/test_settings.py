@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from callgate.config import ConfigError, load_config
 from callgate.gateway import upstream_toolboxes
+from callgate.gateway._forwarding import scrub
+from callgate.gateway._transports import safe_reason
 from callgate.gateway.proxy import local_names
 from callgate.gateway.settings import ToolRule
 
@@ -106,14 +110,27 @@ def test_secrets_come_from_the_environment_and_never_show(tmp_path: Path) -> Non
     )
     cfg = load_config(path)
     (box,) = upstream_toolboxes(cfg.upstreams, cfg.label, environ={"GW_TOKEN": "s3cret"})
-    assert box.settings.target == "https://h.example/mcp"
+    # Read from the environment, kept for the connection and for scrubbing only.
+    assert box.connection.secrets == {"s3cret"}
     assert "s3cret" not in repr(box.settings)
+    assert box.settings.target == "https://h.example/mcp"  # what people are shown
+    failure = ConnectionError("POST https://h.example/mcp with Bearer s3cret refused")
+    assert "s3cret" not in safe_reason(failure, box.connection.secrets)
+    assert scrub({"echo": ["token s3cret"]}, box.connection.secrets) == {"echo": ["token [secret]"]}
 
 
 def test_a_config_without_upstreams_imports_no_mcp_sdk(tmp_path: Path) -> None:
     path = tmp_path / "gw.toml"
-    path.write_text("")
-    assert upstream_toolboxes(load_config(path).upstreams, "x") == []
+    path.write_text('toolboxes = ["callgate.demo:toolboxes"]\n')
+    script = (
+        "import sys; from callgate.config import load_config; "
+        f"gate = load_config({str(path)!r}).build_gate('memory://'); "
+        "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]", done.stdout
 
 
 def test_local_names_are_host_safe_short_unique_and_stable() -> None:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal, Unpack
 
-import jsonschema_rs
 import pydantic
 from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic_core import PydanticUndefined, to_jsonable_python
@@ -26,7 +25,12 @@ from callgate.contract.context import ToolContext, TrustedField
 from callgate.contract.docstrings import parse_docstring
 from callgate.contract.naming import qualify
 from callgate.contract.options import TOOL_OPTIONS, ToolOptions, check_options
-from callgate.contract.schema import clean_schema, closed_objects, without_required
+from callgate.contract.schema import (
+    clean_schema,
+    closed_objects,
+    compile_schema,
+    without_required,
+)
 from callgate.contract.spec import ConciseView, ToolSpec
 from callgate.errors import InvalidArgument, InvalidDefinition
 
@@ -274,16 +278,12 @@ def _check_examples(
     """
     if not examples:
         return
-    validator = jsonschema_rs.Draft202012Validator(dict(schema), retriever=_no_remote_refs)
+    validator = compile_schema(schema)
     for index, example in enumerate(examples):
         for error in validator.iter_errors(dict(example)):
             raise InvalidArgument(
                 f"tool {name!r}: input_examples[{index}] is invalid: {error.message}"
             )
-
-
-def _no_remote_refs(uri: str) -> Any:
-    raise ValueError(f"callgate does not fetch schemas named by $ref ({uri})")
 
 
 def _concise_view(concise: ConciseView | Sequence[str] | None) -> ConciseView | None:

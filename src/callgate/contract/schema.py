@@ -1,9 +1,12 @@
-"""Tidy generated JSON Schemas for a model's eyes."""
+"""Tidy generated JSON Schemas for a model's eyes, and compile schemas without
+fetching anything they name."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+import jsonschema_rs
 
 _NAME_MAPS = ("properties", "patternProperties", "$defs")
 """Keywords whose values map *names* to schemas: their keys are never keywords."""
@@ -62,3 +65,25 @@ def _without_keyword(node: Any, keyword: str, kind: type, *, names: bool = False
     if isinstance(node, list):
         return [_without_keyword(item, keyword, kind) for item in node]
     return node
+
+
+def no_remote_refs(uri: str) -> Any:
+    """The validators' retriever: a ``$ref`` to another document is never fetched.
+
+    An upstream's schema is untrusted input: fetching what it names would let it
+    make the gateway send requests (and block while they run). References inside
+    the schema (``#/$defs/...``) need no retrieval and work.
+
+    Raises:
+        ValueError: always.
+    """
+    raise ValueError(f"callgate does not fetch schemas named by $ref ({uri})")
+
+
+def compile_schema(schema: Mapping[str, Any]) -> Any:
+    """A Draft 2020-12 validator of ``schema`` that fetches nothing.
+
+    Raises:
+        jsonschema_rs.ValidationError: the schema is invalid or refers to another document.
+    """
+    return jsonschema_rs.Draft202012Validator(dict(schema), retriever=no_remote_refs)

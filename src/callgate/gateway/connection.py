@@ -48,13 +48,13 @@ from callgate.gateway._transports import (
     safe_reason,
     watched,
 )
+from callgate.gateway.listing import Listing, fetch_listing
 from callgate.gateway.settings import Resolved, UpstreamSettings
 
 __all__ = [
     "BREAKER_THRESHOLD",
     "Connection",
     "Forwarding",
-    "Listing",
     "State",
     "UpstreamLost",
     "UpstreamUnavailable",
@@ -72,8 +72,6 @@ RECONNECT_WAIT = 2.0
 upstream's ``connect_timeout``)."""
 STABLE = 5.0
 """Seconds a session must have lived for its loss to be reconnected without backoff."""
-MAX_PAGES = 100
-"""Pages of tools/list read at most (a paginator that never ends cannot hang us)."""
 
 
 class State(StrEnum):
@@ -119,46 +117,6 @@ class Stats:
     tools_kept: bool = False
     """The tools served are the kept listing's: the upstream has not answered yet."""
     renamed: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(kw_only=True, frozen=True)
-class Listing:
-    """What an upstream serves, as last listed."""
-
-    tools: list[types.Tool]
-    resources: list[types.Resource] = field(default_factory=list)
-    templates: list[types.ResourceTemplate] = field(default_factory=list)
-    prompts: list[types.Prompt] = field(default_factory=list)
-    kept: bool = False
-    """Read from the store (the upstream has not answered since the gateway started)."""
-
-    def to_json(self) -> dict[str, Any]:
-        def dump(items: list[Any]) -> list[Any]:
-            return [
-                item.model_dump(mode="json", by_alias=True, exclude_none=True) for item in items
-            ]
-
-        return {
-            "tools": dump(self.tools),
-            "resources": dump(self.resources),
-            "templates": dump(self.templates),
-            "prompts": dump(self.prompts),
-        }
-
-    @classmethod
-    def from_json(cls, data: Any) -> Listing:
-        """The listing kept by :meth:`to_json`.
-
-        Raises:
-            pydantic.ValidationError: it is not one (kept by another SDK version, say).
-        """
-        return cls(
-            tools=[types.Tool.model_validate(item) for item in data["tools"]],
-            resources=[types.Resource.model_validate(item) for item in data["resources"]],
-            templates=[types.ResourceTemplate.model_validate(item) for item in data["templates"]],
-            prompts=[types.Prompt.model_validate(item) for item in data["prompts"]],
-            kept=True,
-        )
 
 
 @dataclass(kw_only=True)
@@ -384,44 +342,10 @@ class Connection:
             logger.debug("upstream %s: no subscriptions/listen stream", self.name, exc_info=True)
 
     async def _list(self, client: Client) -> None:
-        capabilities = client.server_capabilities
-        tools = await self._pages(
-            lambda cursor: client.list_tools(cursor=cursor, cache_mode="bypass")
-        )
-        resources: list[Any] = []
-        templates: list[Any] = []
-        prompts: list[Any] = []
-        if capabilities.resources is not None:
-            resources = await self._pages(
-                lambda cursor: client.list_resources(cursor=cursor, cache_mode="bypass")
-            )
-            templates = await self._pages(
-                lambda cursor: client.list_resource_templates(cursor=cursor, cache_mode="bypass")
-            )
-        if capabilities.prompts is not None:
-            prompts = await self._pages(
-                lambda cursor: client.list_prompts(cursor=cursor, cache_mode="bypass")
-            )
-        listing = Listing(tools=tools, resources=resources, templates=templates, prompts=prompts)
+        listing = await fetch_listing(client, timeout=self.settings.connect_timeout)
         self._on_listing(listing)
         self.stats.tools_kept = False
         await self._keep(listing)
-
-    async def _pages(self, fetch: Callable[[str | None], Awaitable[Any]]) -> list[Any]:
-        """Every item of a paginated listing, a bounded number of pages."""
-        items: list[Any] = []
-        cursor: str | None = None
-        for _ in range(MAX_PAGES):
-            with anyio.fail_after(self.settings.connect_timeout):
-                page = await fetch(cursor)
-            for key in ("tools", "resources", "resource_templates", "prompts"):
-                if hasattr(page, key):
-                    items.extend(getattr(page, key))
-                    break
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return items
 
     def _record_error(self, reason: str) -> None:
         self.stats.last_error = reason

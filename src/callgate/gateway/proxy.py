@@ -53,12 +53,8 @@ from callgate.errors import (
 )
 from callgate.gateway._forwarding import forwarding_for, scrub
 from callgate.gateway._transports import safe_reason
-from callgate.gateway.connection import (
-    Connection,
-    Listing,
-    UpstreamLost,
-    UpstreamUnavailable,
-)
+from callgate.gateway.connection import Connection, UpstreamLost, UpstreamUnavailable
+from callgate.gateway.listing import Listing
 from callgate.gateway.settings import Resolved, ToolRule, UpstreamSettings
 from callgate.mcp import _wire
 from callgate.runtime.validation import ArgumentValidator

@@ -18,9 +18,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import jsonschema_rs
 import pydantic
 
+from callgate.contract.schema import compile_schema
 from callgate.runtime.suggest import did_you_mean
 
 _JSON_TYPES = {
@@ -51,28 +51,6 @@ def field_path(path: Sequence[str | int]) -> str:
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
-
-
-def no_remote_refs(uri: str) -> Any:
-    """The validators' retriever: a ``$ref`` to another document is never fetched.
-
-    An upstream's schema is untrusted input: fetching what it names would let it
-    make the gateway send requests (and block while they run). References inside
-    the schema (``#/$defs/...``) need no retrieval and work.
-
-    Raises:
-        ValueError: always.
-    """
-    raise ValueError(f"callgate does not fetch schemas named by $ref ({uri})")
-
-
-def compile_schema(schema: Mapping[str, Any]) -> Any:
-    """A Draft 2020-12 validator of ``schema`` that fetches nothing.
-
-    Raises:
-        jsonschema_rs.ValidationError: the schema is invalid or refers to another document.
-    """
-    return jsonschema_rs.Draft202012Validator(dict(schema), retriever=no_remote_refs)
 
 
 class ArgumentValidator:
