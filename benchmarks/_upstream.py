@@ -11,6 +11,10 @@ Not a benchmark itself: ``gateway.py`` starts them through :func:`spawn`.
 - **callgate**: ``python -m callgate serve -c gateway.toml`` exactly as the CLI starts
   it, the upstreams in ``[[upstreams]]`` (trusted), a SQLite store, the principal
   from ``[principal]``.
+- **SDK proxy, ungoverned**: the official SDK's ``MCPServer`` with one ``echo`` that
+  forwards through one connected SDK ``Client`` (the same client callgate holds per
+  upstream): what any gateway built on the SDK's server and client costs before it
+  governs anything, the floor callgate's figures are read against.
 - **FastMCP**: ``fastmcp.server.create_proxy(url)`` (FastMCP's current spelling of
   ``FastMCP.as_proxy``), served with ``http_app`` on uvicorn, from its own venv under
   ``.cache/bench-fastmcp`` (created on first use, fastmcp pinned to :data:`FASTMCP`).
@@ -19,6 +23,7 @@ Not a benchmark itself: ``gateway.py`` starts them through :func:`spawn`.
   instead, which it reuses for all requests (documented, with a warning).
 
     python benchmarks/_upstream.py upstream PORT [--endpoints N] [--tools M]
+    python benchmarks/_upstream.py sdk-proxy PORT URL
     .cache/bench-fastmcp/bin/python benchmarks/_upstream.py fastmcp-proxy[-shared] PORT URL
 """
 
@@ -171,6 +176,34 @@ def _upstream_app(endpoints: int, tools: int) -> Any:
     return Starlette(routes=routes, lifespan=lifespan)
 
 
+async def _sdk_proxy(url: str, port: int) -> None:
+    """The floor of an SDK-built gateway: the official SDK's ``MCPServer`` (stateless,
+    JSON responses) whose ``echo`` forwards to ``url`` through one connected SDK
+    ``Client``, exactly the client callgate's gateway holds per upstream, with no
+    governance at all (no validation, policy, audit)."""
+    import uvicorn
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.server.mcpserver import MCPServer
+    from mcp_types import ToolAnnotations
+
+    async with Client(streamable_http_client(url), mode="auto", cache=None) as client:
+        server = MCPServer("sdk-proxy")
+
+        async def echo(text: str) -> str:
+            """Say the text back (asks the upstream)."""
+            result = await client.call_tool("echo", {"text": text})
+            block = result.content[0]
+            return block.text if hasattr(block, "text") else ""
+
+        server.add_tool(echo, name="echo", annotations=ToolAnnotations(read_only_hint=True))
+        app = server.streamable_http_app(
+            streamable_http_path="/mcp", stateless_http=True, json_response=True
+        )
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+        await uvicorn.Server(config).serve()
+
+
 async def _fastmcp_proxy(url: str, port: int, shared: bool) -> None:
     """FastMCP's proxy of ``url``: by default (a URL target) each request gets a fresh
     client session; ``shared``: one connected client serves every request."""
@@ -189,7 +222,8 @@ async def _fastmcp_proxy(url: str, port: int, shared: bool) -> None:
 
 def _main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["upstream", "fastmcp-proxy", "fastmcp-proxy-shared"])
+    kinds = ["upstream", "sdk-proxy", "fastmcp-proxy", "fastmcp-proxy-shared"]
+    parser.add_argument("kind", choices=kinds)
     parser.add_argument("port", type=int)
     parser.add_argument("url", nargs="?")
     parser.add_argument("--endpoints", type=int, default=1)
@@ -200,6 +234,10 @@ def _main() -> None:
 
         app = _upstream_app(args.endpoints, args.tools)
         uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+    elif args.kind == "sdk-proxy":
+        import asyncio
+
+        asyncio.run(_sdk_proxy(args.url, args.port))
     else:
         import asyncio
 

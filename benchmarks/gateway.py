@@ -7,7 +7,10 @@ the same upstream tool ``echo(text) -> text`` is called:
    responses; see ``_upstream.py``);
 2. **callgate gateway**: through ``callgate serve -c gateway.toml`` with that upstream
    in ``[[upstreams]]`` (every call validated, policy-checked, audited in SQLite);
-3. **FastMCP proxy**: through ``fastmcp.server.create_proxy(url)`` (FastMCP's own venv),
+3. **SDK proxy, ungoverned**: the official SDK's ``MCPServer`` whose ``echo`` forwards
+   through one connected SDK ``Client`` (the client callgate holds per upstream),
+   governing nothing: the floor of any gateway built on the SDK's server and client;
+4. **FastMCP proxy**: through ``fastmcp.server.create_proxy(url)`` (FastMCP's own venv),
    which opens a fresh upstream session per request (its default for a URL), and
    **FastMCP proxy, one session**: ``create_proxy`` given one connected ``Client``.
 
@@ -56,6 +59,8 @@ FASTMCP_PATHS = {
     "FastMCP proxy, one session": "fastmcp-proxy-shared",
 }
 """FastMCP's default (a fresh upstream session per request) and one shared session."""
+FLOOR = "SDK proxy, ungoverned"
+"""The official SDK's server forwarding through its client, governing nothing."""
 TARGET_ADDED_MS = 1.5
 TARGET_SHARE = 0.70
 HEADERS = {
@@ -234,6 +239,18 @@ async def three_paths(args: argparse.Namespace, work: Path, fastmcp: Path | None
             )
         )
         subjects.append(Subject("callgate gateway", gateway.url, "up__echo", gateway, upstream))
+        port = free_port()
+        floor = stack.enter_context(
+            spawn(
+                FLOOR,
+                [sys.executable, str(HERE / "_upstream.py"), "sdk-proxy", str(port), upstream.url],
+                f"http://127.0.0.1:{port}/mcp",
+                log=log,
+                cwd=work,
+                ready=lists(1),
+            )
+        )
+        subjects.append(Subject(FLOOR, floor.url, "echo", floor, upstream))
         for label, kind in FASTMCP_PATHS.items():
             if fastmcp is None:
                 break
@@ -283,11 +300,12 @@ async def three_paths(args: argparse.Namespace, work: Path, fastmcp: Path | None
     print(
         "| concurrency | callgate added p50 ms | callgate throughput % of direct "
         "| callgate / FastMCP throughput | callgate / FastMCP one-session throughput "
-        "| FastMCP added p50 ms | FastMCP one-session added p50 ms |"
+        "| FastMCP added p50 ms | FastMCP one-session added p50 ms "
+        "| ungoverned SDK proxy added p50 ms | callgate over it: p50 ms | callgate / it: CPU |"
     )
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for concurrency, t in results.items():
-        direct, ours = t["direct"], t["callgate gateway"]
+        direct, ours, floor = t["direct"], t["callgate gateway"], t[FLOOR]
         cells = [f"{ours.p50 - direct.p50:.2f}", f"{ours.rps / direct.rps:.0%}"]
         for label in FASTMCP_PATHS:
             theirs = t.get(label)
@@ -295,6 +313,10 @@ async def three_paths(args: argparse.Namespace, work: Path, fastmcp: Path | None
         for label in FASTMCP_PATHS:
             theirs = t.get(label)
             cells.append(f"{theirs.p50 - direct.p50:.2f}" if theirs else "-")
+        cells.append(f"{floor.p50 - direct.p50:.2f}")
+        cells.append(f"{ours.p50 - floor.p50:.2f}")
+        ours_cpu, floor_cpu = ours.cpu_us(ours.middle_cpu), floor.cpu_us(floor.middle_cpu)
+        cells.append(f"{ours_cpu / floor_cpu:.2f}" if floor_cpu else "-")
         print(f"| {concurrency} | " + " | ".join(cells) + " |")
     print()
     print(

@@ -50,6 +50,7 @@ def test_the_gateway_benchmark_measures_direct_and_callgate_at_both_levels(
     for concurrency in (1, 16):
         assert f"| {concurrency} | direct |" in quick_run
         assert f"| {concurrency} | callgate gateway |" in quick_run
+        assert f"| {concurrency} | SDK proxy, ungoverned |" in quick_run
     assert "| concurrency | callgate added p50 ms | callgate throughput % of direct |" in quick_run
 
 
