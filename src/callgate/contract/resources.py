@@ -17,6 +17,14 @@ Example:
     def note(note_id: str) -> str:
         return load(note_id)
 
+    @box.resource("notes://{note_id}/all")
+    def with_picture(note_id: str) -> list[ResourceContents]:
+        text, png = load(note_id), picture(note_id)
+        return [
+            ResourceContents(uri=f"notes://{note_id}", mime_type="text/markdown", text=text),
+            ResourceContents(uri=f"pictures://{note_id}", mime_type="image/png", blob=png),
+        ]
+
     @box.prompt(description="Summarize one note.")
     def summarize(note_id: str) -> list[Message]:
         note = EmbeddedResource(uri=f"notes://{note_id}", text=load(note_id))
@@ -80,10 +88,18 @@ class MissingPromptArgument(UserError, ValueError):
 
 @dataclass(kw_only=True, frozen=True)
 class ResourceContents:
-    """The contents of one resource as read: ``text`` or ``blob``, exactly one of them."""
+    """One item of a resource read: ``text`` or ``blob``, exactly one of them.
+
+    A read answers with one or more of them. A resource function that returns
+    str or bytes gets one, with the URI read and the resource's MIME type; one
+    that returns a sequence of them (a directory, a template that matches
+    several files) gets those, each with its own ``uri`` and ``mime_type``, in
+    order, and none for an empty sequence.
+    """
 
     uri: str
-    mime_type: str = "text/plain"
+    mime_type: str | None = None
+    """None: not stated (MCP's ``mimeType`` is optional)."""
     text: str | None = None
     blob: bytes | None = None
 
@@ -101,7 +117,9 @@ class Message:
     content: Block
 
 
-ResourceFunction = Callable[..., str | bytes | Awaitable[str | bytes]]
+ResourceValue = str | bytes | Sequence[ResourceContents]
+"""What a resource function returns: text, a blob, or the read's contents one by one."""
+ResourceFunction = Callable[..., ResourceValue | Awaitable[ResourceValue]]
 PromptFunction = Callable[..., str | Sequence[Message] | Awaitable[str | Sequence[Message]]]
 
 
@@ -154,8 +172,10 @@ class ResourceSpec:
 
     async def read(
         self, uri: str, context: ToolContext | None = None, *, run: FunctionRunner | None = None
-    ) -> ResourceContents:
-        """Call the function for ``uri``: a str becomes text, bytes a blob.
+    ) -> tuple[ResourceContents, ...]:
+        """Call the function for ``uri``: a str becomes one text, bytes one blob
+        (both at ``uri``, with this resource's MIME type); a sequence of
+        :class:`ResourceContents` is the read's contents as they are, in order.
 
         Args:
             uri: the URI asked for (this resource's, or one its template matches).
@@ -164,8 +184,8 @@ class ResourceSpec:
 
         Raises:
             LookupError: ``uri`` is not this resource.
-            TypeError: the function returned something else, or it needs a
-                context and got none.
+            TypeError: the function returned something else (a sequence holding
+                anything but ResourceContents too), or it needs a context and got none.
         """
         bound = self.match(uri)
         if bound is None:
@@ -173,10 +193,15 @@ class ResourceSpec:
         kwargs = _with_context(bound, self.context_param, context)
         value = await (run or _call)(self.function, kwargs)
         if isinstance(value, str):
-            return ResourceContents(uri=uri, mime_type=self.mime_type, text=value)
+            return (ResourceContents(uri=uri, mime_type=self.mime_type, text=value),)
         if isinstance(value, bytes | bytearray):
-            return ResourceContents(uri=uri, mime_type=self.mime_type, blob=bytes(value))
-        raise TypeError(f"resource {self.uri!r} returned {type(value).__name__}, not str or bytes")
+            return (ResourceContents(uri=uri, mime_type=self.mime_type, blob=bytes(value)),)
+        if isinstance(value, Sequence) and all(isinstance(v, ResourceContents) for v in value):
+            return tuple(value)
+        raise TypeError(
+            f"resource {self.uri!r} returned {type(value).__name__}, not str, bytes "
+            "or a sequence of ResourceContents"
+        )
 
 
 @dataclass(kw_only=True, frozen=True)

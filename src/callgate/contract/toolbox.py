@@ -229,7 +229,9 @@ class Toolbox:
     ) -> Callable[[R], R]:
         """Expose a function's return value as read-only context at ``uri``.
 
-        The function returns ``str`` (text) or ``bytes`` (a blob), sync or async.
+        The function returns ``str`` (text) or ``bytes`` (a blob), sync or async,
+        or a sequence of ``ResourceContents`` when one read answers with several
+        (each with its own URI and MIME type; see ``callgate.contract.resources``).
         ``uri`` may be a URI template (``notes://{note_id}``): each ``{variable}``
         matches one path segment and is passed as a keyword argument. Reading
         needs ``scopes`` (none by default). The function is returned unchanged.

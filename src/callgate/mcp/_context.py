@@ -367,7 +367,7 @@ class ContextHandlers:
     async def read_resource(
         self, ctx: Ctx, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult | types.InputRequiredResult:
-        """Read one resource, audited.
+        """Read one resource, audited: every content its function gave, in order.
 
         Raises:
             MCPError: ``-32602`` with ``data.uri`` when the URI is unknown, hidden
@@ -403,7 +403,9 @@ class ContextHandlers:
                 raise _wire.not_found("Resource", uri, {"uri": uri}) from exc
             if isinstance(contents, types.InputRequiredResult):
                 return contents
-            return types.ReadResourceResult(contents=[_contents(contents)], _meta=_meta(read))
+            return types.ReadResourceResult(
+                contents=[_contents(item) for item in contents], _meta=_meta(read)
+            )
 
         return await self._audited(read, body)
 
