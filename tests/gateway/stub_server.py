@@ -3,22 +3,32 @@
 Written with the official SDK's ``MCPServer``, so the gateway meets an upstream
 it did not make: tools with and without annotations, one that writes to a file
 (to count how often a write ran), one that reports progress, one that dies in
-the middle of a call, one that adds a tool and announces it.
+the middle of a call, one that adds a tool and announces it; resources, one
+read of which answers with two contents (a text and a blob) and one with none.
 
     python tests/gateway/stub_server.py LOGFILE
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import sys
 import time
 from typing import Any
 
 import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import SamplingMessage, TextContent, ToolAnnotations
+from mcp_types import (
+    BlobResourceContents,
+    ReadResourceResult,
+    SamplingMessage,
+    TextContent,
+    TextResourceContents,
+    ToolAnnotations,
+)
 
 LOG = sys.argv[1] if len(sys.argv) > 1 else os.devnull
 if os.environ.get("STUB_BROKEN"):  # a server that dies at start (its config is wrong, say)
@@ -144,6 +154,61 @@ def motd() -> str:
 def note(name: str) -> str:
     """One note, by name."""
     return f"note {name}"
+
+
+README = "# The bundle\n\nTwo files.\n"
+LOGO = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+"""Not text: bytes that are no UTF-8, so a blob that became text would show."""
+
+
+@server.resource("stub://bundle/{file}")
+def bundle_file(file: str) -> str | bytes:
+    """One file of the bundle (readme.md or logo.png)."""
+    return {"readme.md": README, "logo.png": LOGO}[file]
+
+
+@server.resource("stub://bundle", mime_type="text/markdown")
+def bundle() -> str:
+    """The bundle's two files at once (answered by ``SeveralContents``)."""
+    return README
+
+
+@server.resource("stub://empty")
+def empty() -> str:
+    """A read with no contents at all (answered by ``SeveralContents``)."""
+    return "never sent"
+
+
+class SeveralContents:
+    """Answers ``resources/read`` of ``stub://bundle`` with its two files, each at
+    its own URI, and of ``stub://empty`` with no contents: ``MCPServer``'s resource
+    functions give exactly one content per read, at the URI read."""
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        uri = (ctx.params or {}).get("uri") if ctx.method == "resources/read" else None
+        if uri == "stub://bundle":
+            # Signed with a value of its environment: a secret, if the gateway made it one.
+            signed = f"{README}Signed: {os.environ.get('STUB_SIGNATURE', 'nobody')}\n"
+            return ReadResourceResult(
+                contents=[
+                    TextResourceContents(
+                        uri="stub://bundle/readme.md", mime_type="text/markdown", text=signed
+                    ),
+                    BlobResourceContents(
+                        uri="stub://bundle/logo.png",
+                        mime_type="image/png",
+                        blob=base64.b64encode(LOGO).decode("ascii"),
+                    ),
+                ]
+            )
+        if uri == "stub://empty":
+            return ReadResourceResult(contents=[])
+        return await call_next(ctx)
+
+
+server.middleware.append(SeveralContents())
 
 
 @server.prompt()

@@ -42,7 +42,13 @@ from callgate.contract import Toolbox, ToolContext, ToolSpec
 from callgate.contract.annotations import RiskTier, ToolAnnotations
 from callgate.contract.content import Content, Text
 from callgate.contract.context import InputRequired, TrustedField
-from callgate.contract.resources import Message, PromptArgument, PromptSpec, ResourceSpec
+from callgate.contract.resources import (
+    Message,
+    PromptArgument,
+    PromptSpec,
+    ResourceContents,
+    ResourceSpec,
+)
 from callgate.contract.toolbox import ListingKeeper
 from callgate.errors import (
     ConstructionError,
@@ -361,21 +367,18 @@ class UpstreamToolbox(Toolbox):
             ) from None
 
     def _resource(self, uri: str, item: types.Resource | types.ResourceTemplate) -> ResourceSpec:
+        """The upstream's resource (or template) ``uri`` as ``upstream+uri``; a read
+        answers with every content the upstream gave, each at its ``upstream+`` URI."""
         upstream = self
 
-        async def read(**bound: str) -> str | bytes:
+        async def read(**bound: str) -> list[ResourceContents]:
             target = uri
             for variable, value in bound.items():
                 target = target.replace("{" + variable + "}", value)
             result: types.ReadResourceResult = await upstream._send(
                 lambda client: client.read_resource(target), f"read {target}"
             )
-            if not result.contents:
-                return ""
-            first = result.contents[0]
-            if isinstance(first, types.BlobResourceContents):
-                return base64.b64decode(first.blob)
-            return first.text
+            return [upstream._contents(content) for content in result.contents]
 
         return ResourceSpec(
             uri=f"{self.name}{RESOURCE_SEPARATOR}{uri}",
@@ -388,6 +391,18 @@ class UpstreamToolbox(Toolbox):
             tenants=self.settings.tenants,
             function=read,
         )
+
+    def _contents(
+        self, content: types.TextResourceContents | types.BlobResourceContents
+    ) -> ResourceContents:
+        """One content of the upstream's read, its URI as the gateway serves it
+        (``upstream+uri``: a client reads it again through the gateway if the
+        upstream lists it or one of its templates matches), its MIME type as given."""
+        uri = f"{self.name}{RESOURCE_SEPARATOR}{content.uri}"
+        if isinstance(content, types.BlobResourceContents):
+            blob = base64.b64decode(content.blob)
+            return ResourceContents(uri=uri, mime_type=content.mime_type, blob=blob)
+        return ResourceContents(uri=uri, mime_type=content.mime_type, text=content.text)
 
     def _prompt(self, item: types.Prompt) -> PromptSpec:
         upstream = self
