@@ -254,10 +254,13 @@ async def test_an_upstream_write_needing_approval_runs_once_after_it(
         assert log_lines(tmp_path) == ["none:hello"]
 
 
+@pytest.mark.parametrize("protocol", ["auto", "2025-11-25", "2026-07-28"])
 async def test_resources_and_prompts_are_proxied_and_audited(
-    gate_of: GateOf, tmp_path: Path
+    gate_of: GateOf, tmp_path: Path, protocol: str
 ) -> None:
-    async with gate_of(upstream(tmp_path)) as gate:
+    # Pinned to 2026-07-28 the gateway's client asks the upstream nothing before
+    # adopting the version: its resources and prompts must be found all the same.
+    async with gate_of(upstream(tmp_path, f'protocol = "{protocol}"')) as gate:
         server = build_server(gate, principal=ALICE)
         async with Client(server, mode="legacy") as client:
             listed = {str(r.uri) for r in (await client.list_resources()).resources}

@@ -9,7 +9,8 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp import Client
+from mcp import Client, MCPError
+from mcp_types import METHOD_NOT_FOUND
 
 __all__ = ["MAX_PAGES", "Listing", "fetch_listing"]
 
@@ -56,24 +57,50 @@ class Listing:
 
 async def fetch_listing(client: Client, *, timeout: float) -> Listing:
     """Everything ``client``'s server lists, each page within ``timeout`` seconds;
-    resources and prompts only where it declares them."""
+    resources and prompts where it declares them.
+
+    A client pinned to a 2026-07-28 version adopts it without asking the server
+    (no ``server/discover``), so it knows none of the server's capabilities: then
+    resources and prompts are asked for anyway, and a server that has none says
+    so with "method not found".
+    """
     capabilities = client.server_capabilities
+    unknown = (
+        capabilities.tools is None
+        and capabilities.resources is None
+        and capabilities.prompts is None
+    )
     tools = await _pages(lambda c: client.list_tools(cursor=c, cache_mode="bypass"), timeout)
     resources: list[Any] = []
     templates: list[Any] = []
     prompts: list[Any] = []
-    if capabilities.resources is not None:
-        resources = await _pages(
-            lambda c: client.list_resources(cursor=c, cache_mode="bypass"), timeout
+    if capabilities.resources is not None or unknown:
+        resources = await _optional(
+            lambda c: client.list_resources(cursor=c, cache_mode="bypass"), timeout, unknown
         )
-        templates = await _pages(
-            lambda c: client.list_resource_templates(cursor=c, cache_mode="bypass"), timeout
+        templates = await _optional(
+            lambda c: client.list_resource_templates(cursor=c, cache_mode="bypass"),
+            timeout,
+            unknown,
         )
-    if capabilities.prompts is not None:
-        prompts = await _pages(
-            lambda c: client.list_prompts(cursor=c, cache_mode="bypass"), timeout
+    if capabilities.prompts is not None or unknown:
+        prompts = await _optional(
+            lambda c: client.list_prompts(cursor=c, cache_mode="bypass"), timeout, unknown
         )
     return Listing(tools=tools, resources=resources, templates=templates, prompts=prompts)
+
+
+async def _optional(
+    fetch: Callable[[str | None], Awaitable[Any]], timeout: float, unknown: bool
+) -> list[Any]:
+    """:func:`_pages`; where the server's capabilities are unknown, a listing it
+    does not serve ("method not found") is an empty one."""
+    try:
+        return await _pages(fetch, timeout)
+    except MCPError as exc:
+        if unknown and exc.code == METHOD_NOT_FOUND:
+            return []
+        raise
 
 
 async def _pages(fetch: Callable[[str | None], Awaitable[Any]], timeout: float) -> list[Any]:
