@@ -31,7 +31,7 @@ import httpx2
 import mcp_types as types
 from mcp import Client, MCPError
 from mcp.client.session import ClientRequestContext
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp_types import CONNECTION_CLOSED, INVALID_REQUEST
@@ -41,6 +41,7 @@ from callgate import __version__
 from callgate.contract.toolbox import ListingKeeper
 from callgate.errors import RuntimeFailure
 from callgate.gateway._oauth import ClientCredentials
+from callgate.gateway._stdio import stdio_transport
 from callgate.gateway._transports import (
     CountingTransport,
     errlog,
@@ -363,7 +364,13 @@ class Connection:
                 env=dict(self._resolved.env) or None,
                 cwd=settings.cwd,
             )
-            transport: Any = watched(stdio_client(params, errlog=errlog()), lost)
+            stdio = stdio_transport(
+                params,
+                max_answer_bytes=settings.max_answer_bytes,
+                errlog=errlog(),
+                upstream=self.name,
+            )
+            transport: Any = watched(stdio, lost)
             http: httpx2.AsyncClient | None = None
         else:
             assert settings.url is not None
@@ -381,7 +388,7 @@ class Connection:
                         f", {challenge}" if challenge else ""
                     )
 
-            self._transport = CountingTransport()
+            self._transport = CountingTransport(max_answer_bytes=settings.max_answer_bytes)
             http = httpx2.AsyncClient(
                 transport=self._transport,
                 headers=headers,
@@ -389,7 +396,9 @@ class Connection:
                 timeout=httpx2.Timeout(settings.connect_timeout, read=None),
                 event_hooks={"response": [note_refusal]},
             )
-            transport = streamable_http_client(settings.url, http_client=http)
+            transport = streamable_http_client(
+                settings.url, http_client=http, max_sse_event_size=settings.max_answer_bytes
+            )
         mode = "auto" if settings.protocol == "auto" else settings.protocol
         if mode == "2025-11-25":
             mode = "legacy"

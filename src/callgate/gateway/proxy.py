@@ -16,7 +16,9 @@ payload or one of the taxonomy's errors:
   (never retried);
 - any other failure once the request went out (the upstream's internal error,
   an answer the SDK cannot read): ``unrecoverable`` for a read,
-  ``unknown_outcome`` for anything else.
+  ``unknown_outcome`` for anything else;
+- an answer over the upstream's ``max_answer_bytes`` (refused while it was read):
+  the same kinds, with its size, the limit and a next step that asks for less.
 
 Pinned and injected arguments are trusted fields the chain sets; values the
 gateway read from its environment are scrubbed from whatever comes back.
@@ -58,7 +60,7 @@ from callgate.errors import (
     UnrecoverableError,
 )
 from callgate.gateway._forwarding import forwarding_for, scrub
-from callgate.gateway._transports import safe_reason
+from callgate.gateway._transports import TooLarge, safe_reason, too_large
 from callgate.gateway.connection import Connection, UpstreamLost, UpstreamUnavailable
 from callgate.gateway.listing import Listing
 from callgate.gateway.settings import Resolved, ToolRule, UpstreamSettings
@@ -222,6 +224,8 @@ class UpstreamHandler:
                 next_step="Do not retry. First check with a read tool whether the change happened.",
             ) from None
         except MCPError as exc:
+            if (size := too_large(exc)) is not None:
+                raise self._too_large(size) from None
             if exc.code != types.INTERNAL_ERROR:  # refused as asked: nothing ran
                 raise ConstructionError(
                     f"The upstream server {self.shown!r} refused the call: "
@@ -264,6 +268,35 @@ class UpstreamHandler:
                 "says, or tell the user what failed.",
             )
         return payload_of(result, self.structured)
+
+    def _too_large(self, size: TooLarge) -> ToolError:
+        """The upstream answered, too much to read: it ran the call, and a read can
+        ask for less; a write's outcome is whatever the unread answer said."""
+        logger.warning(
+            "upstream %s: the answer to a call of %r was refused: at least %d bytes, "
+            "over max_answer_bytes (%d)",
+            self.shown,
+            self.tool,
+            size.seen,
+            size.limit,
+        )
+        sizes = (
+            f"at least {size.seen:,} bytes, over its limit of {size.limit:,} bytes "
+            "(max_answer_bytes)"
+        )
+        if self.read_only:
+            return UnrecoverableError(
+                f"The upstream server {self.shown!r} answered this call with too much data: "
+                f"{sizes}. The answer was not read.",
+                next_step="Ask for less: call it again with a narrower query, a filter or a "
+                "smaller page, or tell the user the answer is too large.",
+            )
+        return UnknownOutcomeError(
+            f"The upstream server {self.shown!r} ran this call, but its answer was too large "
+            f"to read: {sizes}. Whether the change was made is not known.",
+            next_step="Do not retry. First check with a read tool that asks for little (a "
+            "narrow query, one page) whether the change happened.",
+        )
 
 
 def _message(message: types.PromptMessage) -> Message:

@@ -46,6 +46,7 @@ from callgate.contract.naming import InvalidToolName, check_toolbox_name
 from callgate.errors import UserError
 
 __all__ = [
+    "MAX_ANSWER_BYTES",
     "PROTOCOLS",
     "Auth",
     "EnvValue",
@@ -58,6 +59,11 @@ __all__ = [
 
 PROTOCOLS = ("auto", "2025-11-25", "2026-07-28")
 """``auto`` tries 2026-07-28 discovery and falls back to the 2025-11-25 handshake."""
+MAX_ANSWER_BYTES = 32 * 1024 * 1024
+"""The default ``max_answer_bytes``: four times ``limits.max_result_bytes``'s default,
+so an answer the chain can shape is read whole (a result's JSON text grows when
+the SDK wraps and escapes it), while the largest answer read costs well under a
+second and a bounded amount of memory (docs/gateway.md has the figures)."""
 
 
 class UpstreamConfigError(UserError, ValueError):
@@ -127,6 +133,7 @@ class _UpstreamFile(BaseModel):
     connect_timeout: float = Field(default=10.0, gt=0)
     startup_wait: float = Field(default=5.0, ge=0)
     reconnect_max: float = Field(default=30.0, gt=0)
+    max_answer_bytes: int = Field(default=MAX_ANSWER_BYTES, gt=0, strict=True)
     tools: dict[str, _ToolFile] = {}
     tenants: list[str] | None = None
 
@@ -190,6 +197,9 @@ class UpstreamSettings:
     startup_wait: float = 5.0
     reconnect_max: float = 30.0
     """The longest wait between two tries to reach an upstream that is down."""
+    max_answer_bytes: int = MAX_ANSWER_BYTES
+    """The largest answer (one JSON-RPC message, as sent) read from it; a larger
+    one is refused while it is read, and its call fails saying so."""
     tools: Mapping[str, ToolRule] = field(default_factory=dict)
     tenants: frozenset[str] | None = None
 
@@ -349,6 +359,7 @@ def parse_upstreams(
                 connect_timeout=parsed.connect_timeout,
                 startup_wait=parsed.startup_wait,
                 reconnect_max=parsed.reconnect_max,
+                max_answer_bytes=parsed.max_answer_bytes,
                 tools={
                     name: ToolRule(
                         rename=rule.rename,
