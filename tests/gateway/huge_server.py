@@ -11,7 +11,9 @@ It speaks just enough of 2025-11-25 for the gateway: ``initialize``, ``ping``,
   order, ``{"jsonrpc":..,"id":..,"result":..}``), ``tail`` (the TypeScript SDK's,
   ``{"result":..,"jsonrpc":..,"id":..}``) or ``middle`` (between the result and
   padding: no transport can tell it from either end);
-- ``chatter``: a log notification of ``size`` bytes (no id at all), then a small answer.
+- ``chatter``: a log notification of ``size`` bytes (no id at all), then a small answer;
+
+and one resource, ``huge://big``, whose read answers a line of 3,000,000 bytes.
 
     python tests/gateway/huge_server.py
 """
@@ -77,6 +79,14 @@ def fill(request: Any, size: int, order: str) -> None:
         send_padded(b'{"jsonrpc":"2.0","result":' + text, b'"}', size, middle)
 
 
+def read(request: Any) -> None:
+    rid = json.dumps(request).encode()
+    prefix = (
+        b'{"jsonrpc":"2.0","id":' + rid + b',"result":{"contents":[{"uri":"huge://big","text":"'
+    )
+    send_padded(prefix, b'"}]}}', 3_000_000)
+
+
 def call(request: Any, params: dict[str, Any]) -> None:
     arguments = params.get("arguments") or {}
     size = int(arguments.get("size", 0))
@@ -97,11 +107,18 @@ def main() -> None:
         if method == "initialize":
             result: dict[str, Any] = {
                 "protocolVersion": "2025-11-25",
-                "capabilities": {"tools": {}, "logging": {}},
+                "capabilities": {"tools": {}, "logging": {}, "resources": {}},
                 "serverInfo": {"name": "huge", "version": "1"},
             }
         elif method == "tools/list":
             result = {"tools": TOOLS}
+        elif method == "resources/list":
+            result = {"resources": [{"uri": "huge://big", "name": "big"}]}
+        elif method == "resources/templates/list":
+            result = {"resourceTemplates": []}
+        elif method == "resources/read":
+            read(request)
+            continue
         elif method == "tools/call":
             call(request, message["params"])
             continue

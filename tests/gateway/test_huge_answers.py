@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 import pytest
 import uvicorn
+from mcp import Client, MCPError
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 
@@ -31,6 +32,7 @@ from callgate.config import ConfigError, load_config
 from callgate.errors import ErrorKind
 from callgate.gateway import upstream_toolboxes
 from callgate.gateway._stdio import KEEP, LineSplitter, Overlong, answer_id
+from callgate.mcp import build_server
 from callgate.runtime.envelope import Envelope
 from callgate.store import MemoryStore
 
@@ -98,7 +100,7 @@ async def test_a_100_mb_answer_is_refused_while_read_and_the_next_call_works(
 ) -> None:
     async with gate_of(stdio()) as gate:
         env = await gate.call("huge.fill", {"size": MB100}, principal=ALICE)
-        refused(env, ErrorKind.UNRECOVERABLE, MB100, DEFAULT_LIMIT)
+        refused(env, ErrorKind.CONSTRUCTION, MB100, DEFAULT_LIMIT)
         assert env.error is not None and env.error.next_step is not None
         assert env.error.next_step.startswith("Ask for less")
         await still_serving(gate)
@@ -111,7 +113,7 @@ async def test_an_answer_of_the_limit_gets_through_and_one_byte_more_does_not(
         env = await gate.call("huge.fill", {"size": 200_000}, principal=ALICE)
         assert env.status == "ok", env
         env = await gate.call("huge.fill", {"size": 200_001}, principal=ALICE)
-        refused(env, ErrorKind.UNRECOVERABLE, 200_001, 200_000)
+        refused(env, ErrorKind.CONSTRUCTION, 200_001, 200_000)
         await still_serving(gate)
 
 
@@ -120,7 +122,21 @@ async def test_the_id_is_found_at_the_end_as_the_typescript_sdk_writes_it(
 ) -> None:
     async with gate_of(stdio("max_answer_bytes = 100000")) as gate:
         env = await gate.call("huge.fill", {"size": 3_000_000, "order": "tail"}, principal=ALICE)
-        refused(env, ErrorKind.UNRECOVERABLE, 3_000_000, 100_000)
+        refused(env, ErrorKind.CONSTRUCTION, 3_000_000, 100_000)
+        await still_serving(gate)
+
+
+async def test_a_resource_read_too_large_says_so_and_the_next_call_works(
+    gate_of: GateOf,
+) -> None:
+    async with gate_of(stdio("max_answer_bytes = 100000")) as gate:
+        async with Client(build_server(gate, principal=ALICE), mode="legacy") as client:
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource("huge+huge://big")
+        message = str(caught.value)
+        assert "'huge' answered too much to read huge://big" in message
+        assert "at least 3,000,000 bytes, over its limit of 100,000 bytes" in message
+        assert "callgate:" not in message  # the transport's own text stays in the log
         await still_serving(gate)
 
 
@@ -268,12 +284,20 @@ def http(url: str, limit: int) -> str:
     ],
 )
 async def test_an_http_answer_over_the_limit_is_refused(
-    gate_of: GateOf, framing: str, size: int, seen: int | None
+    gate_of: GateOf,
+    framing: str,
+    size: int,
+    seen: int | None,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with serve_upstream() as url, gate_of(http(url, 1 << 20)) as gate:
-        env = await gate.call("huge.flood", {"size": size, "framing": framing}, principal=ALICE)
-        refused(env, ErrorKind.UNRECOVERABLE, seen, 1 << 20)
+        with caplog.at_level(logging.INFO):
+            env = await gate.call("huge.flood", {"size": size, "framing": framing}, principal=ALICE)
+        refused(env, ErrorKind.CONSTRUCTION, seen, 1 << 20)
         await still_serving(gate)
+    # One line in the gateway's log, no traceback from the SDK's client.
+    assert "over max_answer_bytes" in caplog.text
+    assert not [r for r in caplog.records if r.exc_info], caplog.text
 
 
 async def test_an_http_writes_answer_too_large_is_an_unknown_outcome(gate_of: GateOf) -> None:

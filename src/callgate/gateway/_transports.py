@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import re
 import sys
@@ -31,6 +32,7 @@ from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST, PARSE_
 
 __all__ = [
     "CountingTransport",
+    "QuietRefusals",
     "TooLarge",
     "errlog",
     "is_transport_failure",
@@ -170,6 +172,16 @@ class _Capped(httpx2.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+class QuietRefusals(logging.Filter):
+    """Drops the SDK's traceback for an HTTP answer refused for its size (the SDK
+    logs every unreadable answer with its stack; the gateway logs this one as one
+    line, naming the upstream and the limit)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, httpx2.StreamError) and _TOO_LARGE.search(str(exc)))
 
 
 def errlog() -> TextIO:

@@ -44,6 +44,7 @@ from callgate.gateway._oauth import ClientCredentials
 from callgate.gateway._stdio import stdio_transport
 from callgate.gateway._transports import (
     CountingTransport,
+    QuietRefusals,
     errlog,
     is_transport_failure,
     safe_reason,
@@ -62,6 +63,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+logging.getLogger("mcp.client.streamable_http").addFilter(QuietRefusals())
 
 BREAKER_THRESHOLD = 3
 """Transport failures in a row after which an upstream counts as down."""

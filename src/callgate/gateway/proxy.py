@@ -18,7 +18,8 @@ payload or one of the taxonomy's errors:
   an answer the SDK cannot read): ``unrecoverable`` for a read,
   ``unknown_outcome`` for anything else;
 - an answer over the upstream's ``max_answer_bytes`` (refused while it was read):
-  the same kinds, with its size, the limit and a next step that asks for less.
+  ``construction`` for a read (ask for less, as for a result too large to shape),
+  ``unknown_outcome`` for anything else, with its size and the limit.
 
 Pinned and injected arguments are trusted fields the chain sets; values the
 gateway read from its environment are scrubbed from whatever comes back.
@@ -284,8 +285,8 @@ class UpstreamHandler:
             f"at least {size.seen:,} bytes, over its limit of {size.limit:,} bytes "
             "(max_answer_bytes)"
         )
-        if self.read_only:
-            return UnrecoverableError(
+        if self.read_only:  # as the chain answers a result too large to shape
+            return ConstructionError(
                 f"The upstream server {self.shown!r} answered this call with too much data: "
                 f"{sizes}. The answer was not read.",
                 next_step="Ask for less: call it again with a narrower query, a filter or a "
@@ -397,6 +398,14 @@ class UpstreamToolbox(Toolbox):
             raise _wire.internal(
                 f"The upstream server {self.name!r} could not {what} ({exc}); "
                 "try again in a moment."
+            ) from None
+        except MCPError as exc:
+            if (size := too_large(exc)) is None:
+                raise
+            raise _wire.internal(
+                f"The upstream server {self.name!r} answered too much to {what}: at least "
+                f"{size.seen:,} bytes, over its limit of {size.limit:,} bytes "
+                "(max_answer_bytes); ask for less."
             ) from None
 
     def _resource(self, uri: str, item: types.Resource | types.ResourceTemplate) -> ResourceSpec:
