@@ -345,7 +345,8 @@ class Connection:
             logger.debug("upstream %s: no subscriptions/listen stream", self.name, exc_info=True)
 
     async def _list(self, client: Client) -> None:
-        listing = await fetch_listing(client, timeout=self.settings.connect_timeout)
+        pinned = self.settings.protocol in MODERN_PROTOCOL_VERSIONS
+        listing = await fetch_listing(client, timeout=self.settings.connect_timeout, pinned=pinned)
         self._on_listing(listing)
         self.stats.tools_kept = False
         await self._keep(listing)

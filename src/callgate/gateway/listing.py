@@ -9,8 +9,8 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import pydantic
 from mcp import Client, MCPError
-from mcp_types import METHOD_NOT_FOUND
 
 __all__ = ["MAX_PAGES", "Listing", "fetch_listing"]
 
@@ -55,52 +55,47 @@ class Listing:
         )
 
 
-async def fetch_listing(client: Client, *, timeout: float) -> Listing:
+async def fetch_listing(client: Client, *, timeout: float, pinned: bool = False) -> Listing:
     """Everything ``client``'s server lists, each page within ``timeout`` seconds;
     resources and prompts where it declares them.
 
-    A client pinned to a 2026-07-28 version adopts it without asking the server
-    (no ``server/discover``), so it knows none of the server's capabilities: then
-    resources and prompts are asked for anyway, and a server that has none says
-    so with "method not found".
+    ``pinned``: the client adopted a 2026-07-28 version without asking the server
+    (no ``server/discover``), so it knows none of the server's capabilities. Then
+    resources and prompts are asked for anyway, and a server that answers with an
+    error or not with a listing has none.
     """
     capabilities = client.server_capabilities
-    unknown = (
-        capabilities.tools is None
-        and capabilities.resources is None
-        and capabilities.prompts is None
-    )
     tools = await _pages(lambda c: client.list_tools(cursor=c, cache_mode="bypass"), timeout)
     resources: list[Any] = []
     templates: list[Any] = []
     prompts: list[Any] = []
-    if capabilities.resources is not None or unknown:
+    if capabilities.resources is not None or pinned:
         resources = await _optional(
-            lambda c: client.list_resources(cursor=c, cache_mode="bypass"), timeout, unknown
+            lambda c: client.list_resources(cursor=c, cache_mode="bypass"), timeout, pinned
         )
         templates = await _optional(
             lambda c: client.list_resource_templates(cursor=c, cache_mode="bypass"),
             timeout,
-            unknown,
+            pinned,
         )
-    if capabilities.prompts is not None or unknown:
+    if capabilities.prompts is not None or pinned:
         prompts = await _optional(
-            lambda c: client.list_prompts(cursor=c, cache_mode="bypass"), timeout, unknown
+            lambda c: client.list_prompts(cursor=c, cache_mode="bypass"), timeout, pinned
         )
     return Listing(tools=tools, resources=resources, templates=templates, prompts=prompts)
 
 
 async def _optional(
-    fetch: Callable[[str | None], Awaitable[Any]], timeout: float, unknown: bool
+    fetch: Callable[[str | None], Awaitable[Any]], timeout: float, probing: bool
 ) -> list[Any]:
-    """:func:`_pages`; where the server's capabilities are unknown, a listing it
-    does not serve ("method not found") is an empty one."""
+    """:func:`_pages`; while ``probing`` (capabilities unknown), a listing the server
+    refuses or does not answer as one is an empty one."""
+    if not probing:
+        return await _pages(fetch, timeout)
     try:
         return await _pages(fetch, timeout)
-    except MCPError as exc:
-        if unknown and exc.code == METHOD_NOT_FOUND:
-            return []
-        raise
+    except (MCPError, pydantic.ValidationError):
+        return []
 
 
 async def _pages(fetch: Callable[[str | None], Awaitable[Any]], timeout: float) -> list[Any]:
