@@ -199,3 +199,24 @@ def test_the_options_help_names_the_defaults_the_principal_is_built_with() -> No
     # Restated in the CLI so that --help imports no config module.
     assert _context.DEFAULT_USER == DEFAULT_USER
     assert default_config().principal.tenant == _context.DEMO_TENANT
+
+
+def test_serving_http_beyond_loopback_without_authentication_is_refused(cli: Cli) -> None:
+    result = cli("serve", "--host", "0.0.0.0", "--port", "0")
+
+    assert result.exit_code == 2
+    assert "refusing to serve on 0.0.0.0 without authentication" in result.stderr
+    assert "--insecure-no-auth" in result.stderr
+
+
+def test_insecure_no_auth_serves_beyond_loopback_with_a_warning(cli: Cli) -> None:
+    # The store cannot be opened, so serve stops once it has said who callers act as.
+    store = "postgresql://u:s3cret@127.0.0.1:1/db"
+
+    result = cli(
+        "serve", "--host", "0.0.0.0", "--port", "0", "--insecure-no-auth", "--store", store
+    )
+
+    assert "refusing" not in result.stderr
+    assert "warning: serving on 0.0.0.0 without authentication" in result.stderr
+    assert "s3cret" not in result.stderr

@@ -93,21 +93,38 @@ def serve(
             help="Seconds a client has to send a request's body (HTTP); then 408.",
         ),
     ] = DEFAULT_BODY_TIMEOUT,
+    insecure_no_auth: Annotated[
+        bool,
+        typer.Option(
+            "--insecure-no-auth",
+            help="Serve HTTP on a host other than loopback without authentication: every caller "
+            "who can reach the port acts as the one local principal. For a network you "
+            "trust completely.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the tools over MCP: Streamable HTTP at http://HOST:PORT/mcp, or --stdio.
 
-    Every call goes through the governed chain and is audited. There is no
-    authentication yet: every call is made for one local principal
-    (--principal, --tenant, --scopes, --roles, or the config file's principal), so
-    keep HTTP on loopback (the default). Requests whose Host or Origin header
-    names another host are refused. At startup it prints on stderr the store,
-    the principal and the toolboxes it serves.
+    Every call goes through the governed chain and is audited. Without
+    authentication every call is made for one local principal (--principal,
+    --tenant, --scopes, --roles, or the config file's principal), so HTTP on a
+    host other than loopback is refused unless --insecure-no-auth says otherwise.
+    Requests whose Host or Origin header names another host are refused. At
+    startup it prints on stderr the store, the principal and the toolboxes it
+    serves.
 
     Tools are named toolbox__tool (host-safe); each log event is one line.
     """
     from callgate.mcp import LOOPBACK_HOSTS, build_server
 
     with cli_errors():
+        if not stdio and host not in LOOPBACK_HOSTS and not insecure_no_auth:
+            raise CliError(
+                f"refusing to serve on {host} without authentication: anyone who can "
+                "reach the port would act as the one local principal, with all of its "
+                "scopes. Serve on loopback (the default), or pass --insecure-no-auth if "
+                "every client of that network is trusted."
+            )
         cfg = load(ctx, config)
         serves_demo = config_path(ctx, config) is None
         store_url = cfg.store_url(store_option(ctx, store))
