@@ -29,6 +29,7 @@ from callgate.cli._context import (
     startup_summary,
     store_option,
 )
+from callgate.cli._replicas import SECRET_ENV, server_options, shares_secrets
 from callgate.mcp._names import DEFAULT_SEPARATOR
 
 if TYPE_CHECKING:
@@ -141,6 +142,7 @@ def serve(
             try:
                 server = build_server(
                     gate,
+                    **server_options(who),
                     principal=who,
                     tool_separator=tool_separator or cfg.mcp.tool_separator or DEFAULT_SEPARATOR,
                     unprefixed=unprefixed if unprefixed is not None else cfg.mcp.unprefixed,
@@ -152,6 +154,13 @@ def serve(
             _one_line_logs()
             for line in startup_summary(gate, who):
                 print(f"callgate: {line}", file=sys.stderr)
+            if not stdio and not shares_secrets() and gate.store_url.startswith("postgres"):
+                print(
+                    f"callgate: warning: {SECRET_ENV} is not set: another replica on this "
+                    "store would not share this one's sessions or requestState "
+                    "(docs/deploy.md)",
+                    file=sys.stderr,
+                )
             sys.stderr.flush()
             if stdio:
                 asyncio.run(_serve_stdio(gate, server))
