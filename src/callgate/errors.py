@@ -19,6 +19,7 @@ so that code catching it still does (``except ValueError`` catches a
     │   ├── BadCursor [ValueError]            callgate.runtime.cursor
     │   ├── ConfigError [ValueError]          callgate.config
     │   ├── UpstreamConfigError [ValueError]  callgate.gateway.settings
+    │   ├── AuthConfigError [ValueError]      callgate.auth.settings
     │   ├── MissingCredentials [ValueError]   callgate.agent.providers
     │   └── ScriptExhausted [RuntimeError]    callgate.agent.model
     ├── RuntimeFailure             something failed while running: no code is wrong
@@ -33,6 +34,7 @@ so that code catching it still does (``except ValueError`` catches a
     │   ├── UpstreamUnavailable               callgate.gateway.connection
     │   ├── UpstreamLost                      callgate.gateway.connection
     │   ├── TokenError                        callgate.gateway._oauth
+    │   ├── InvalidToken                      callgate.auth.errors
     │   └── DemoStateError [RuntimeError]     callgate.demo._state
     └── ToolError                  raised by a tool on purpose; the message is for the model
         ├── ConstructionError
