@@ -65,6 +65,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from callgate.auth.settings import AuthConfigError, AuthSettings, parse_auth
 from callgate.contract import Principal, Toolbox
 from callgate.errors import UserError
 from callgate.gateway import upstream_toolboxes
@@ -166,6 +167,7 @@ class _ConfigFile(BaseModel):
     mcp: _McpFile = _McpFile()
     upstreams: list[Any] = []
     """Checked by :func:`callgate.gateway.settings.parse_upstreams`."""
+    auth: dict[str, Any] | None = None  # checked by callgate.auth.parse_auth
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -216,8 +218,8 @@ class GateConfig:
             environment variable holding it, read by :meth:`build_gate`.
         principal: who the CLI acts for unless its options say otherwise.
         mcp: how the MCP server names the tools.
-        upstreams: MCP servers whose tools the gate serves (``[[upstreams]]``,
-            see :mod:`callgate.gateway`).
+        upstreams: MCP servers whose tools the gate serves (``[[upstreams]]``, :mod:`callgate.gateway`).
+        auth: the access tokens ``callgate serve`` accepts (``[auth]``); None: none.
     """
 
     source: Path | None = None
@@ -230,6 +232,7 @@ class GateConfig:
     principal: PrincipalDefaults = field(default_factory=PrincipalDefaults)
     mcp: McpConfig = field(default_factory=McpConfig)
     upstreams: tuple[UpstreamSettings, ...] = ()
+    auth: AuthSettings | None = None
 
     @property
     def label(self) -> str:
@@ -337,6 +340,7 @@ def load_config(path: str | os.PathLike[str]) -> GateConfig:
             tool_separator=parsed.mcp.tool_separator, unprefixed=tuple(parsed.mcp.unprefixed)
         ),
         upstreams=_build_upstreams(parsed.upstreams, str(source), source.parent),
+        auth=_build_auth(parsed.auth, str(source), source.parent),
     )
 
 
@@ -460,6 +464,13 @@ def _build_upstreams(
     try:
         return parse_upstreams(raw, label, base_dir)
     except UpstreamConfigError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _build_auth(raw: Mapping[str, Any] | None, label: str, base_dir: Path) -> AuthSettings | None:
+    try:
+        return None if raw is None else parse_auth(raw, label, base_dir=base_dir)
+    except AuthConfigError as exc:
         raise ConfigError(str(exc)) from None
 
 
