@@ -304,6 +304,8 @@ async def test_a_claim_that_is_no_identity_is_refused_without_quoting_it(
         "eyJhbGciOiJSUzI1NiJ9.e30",
         "x" * 20_000,
         base64.urlsafe_b64encode(b'{"alg": "RS256"').decode() + ".e30.c2ln",
+        base64.urlsafe_b64encode(b"[" * 5000).decode() + ".e30.c2ln",
+        base64.urlsafe_b64encode(b'["RS256"]').decode() + ".e30.c2ln",
     ],
 )
 async def test_malformed_tokens_are_refused(token: str, verifier: TokenVerifier) -> None:

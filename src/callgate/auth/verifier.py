@@ -26,6 +26,8 @@ gateway calls upstreams with is its own credential.
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -103,10 +105,7 @@ class TokenVerifier:
         """
         if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_CHARS:
             raise InvalidToken("malformed", "the token is empty, too long or not text")
-        try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError:
-            raise InvalidToken("malformed", "the token is not a signed JWT") from None
+        header = _header(token)
         alg = header.get("alg")
         if not isinstance(alg, str) or alg not in self._algorithms:
             # Named only if it is a known one: the header is the caller's text.
@@ -169,6 +168,24 @@ class TokenVerifier:
     async def aclose(self) -> None:
         """Release the JWKS client (if it is this verifier's own)."""
         await self._keys.aclose()
+
+
+def _header(token: str) -> dict[str, Any]:
+    """The token's JOSE header, read only to choose the key and the algorithm.
+
+    Not ``jwt.get_unverified_header``: it checks every character of all three
+    segments in Python (about 50 µs for a 1 KB token), and ``jwt.decode`` does it
+    again. ``jwt.decode`` then reads this same header strictly and holds it to
+    the algorithm chosen here, so a header read more leniently here is refused there.
+    """
+    head, dot, _ = token.partition(".")
+    try:
+        header = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+    except (ValueError, RecursionError):  # binascii.Error is a ValueError
+        header = None
+    if not dot or not isinstance(header, dict):
+        raise InvalidToken("malformed", "the token is not a signed JWT")
+    return header
 
 
 def _principal(claims: Mapping[str, Any], names: ClaimNames, issuer: str) -> Principal:
