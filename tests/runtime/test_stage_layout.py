@@ -29,10 +29,10 @@ def test_a_change_s_tools_pass_every_stage_of_the_chain_but_where_they_differ() 
     chain = [stage.__name__ for stage in pipeline.STAGES]
 
     assert chain == [
-        "resolve", "authorize", "validate", "inject", "classify",
+        "resolve", "authorize", "rate_limit", "validate", "inject", "classify",
         "decide", "execute", "normalize", "shape",
     ]  # fmt: skip
-    assert names["preview"] == [*chain[:4], "repeatable", *chain[4:7], "keep", *chain[7:]]
-    assert names["apply"] == [*chain[:4], "bind", *chain[4:]]
-    assert names["status"] == [*chain[:4], "bind", *chain[4:6], "check_status", *chain[7:]]
-    assert pipeline.CHANGE_STAGES["apply"][4] is change.bind
+    assert names["preview"] == [*chain[:5], "repeatable", *chain[5:8], "keep", *chain[8:]]
+    assert names["apply"] == [*chain[:5], "bind", *chain[5:]]
+    assert names["status"] == [*chain[:5], "bind", *chain[5:7], "check_status", *chain[8:]]
+    assert pipeline.CHANGE_STAGES["apply"][5] is change.bind

@@ -29,6 +29,7 @@ TABLES = {
     "handles",
     "idempotency",
     "previews",
+    "rate_limits",
     "results",
     "session_taints",
     "tasks",

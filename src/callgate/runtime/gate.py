@@ -17,6 +17,7 @@ from callgate.clock import Clock
 from callgate.contract import Principal, Toolbox, ToolNames, ToolSink, ToolSpec
 from callgate.contract.toolbox import ConnectedToolbox
 from callgate.errors import InvalidArgument
+from callgate.ratelimit import RateLimiter, RateLimits
 from callgate.runtime import pipeline
 from callgate.runtime._sync import LoopThread, closed, closes_at_exit
 from callgate.runtime.approvals import ApprovalError, Approvals
@@ -84,6 +85,9 @@ class Gate:
             idempotency keys, results, handles, tasks); the gate's store reads the
             same clock (it is given to it). By default the store's own, the system
             clock unless the store was made with another: see :mod:`callgate.clock`.
+        rate_limits: per-principal and per-tool rate limits (``[limits.rate]``),
+            kept where ``rate_limits.backend`` says (replicas share them through
+            the store's PostgreSQL or Redis); none if None.
 
     Raises:
         InvalidArgument: a name given both in ``context`` and in ``secrets``.
@@ -100,6 +104,7 @@ class Gate:
         context: Mapping[str, Any] | None = None,
         secrets: Mapping[str, Any] | None = None,
         clock: Clock | None = None,
+        rate_limits: RateLimits | None = None,
     ) -> None:
         self.store: Store = (
             store
@@ -112,6 +117,7 @@ class Gate:
         """What time it is for the gate (and its store)."""
         self.limits = limits or Limits()
         self.policy = policy or Policy()
+        self.rate_limits = rate_limits if rate_limits is not None and rate_limits.enabled else None
         self.registry = Registry(toolboxes)
         if self.registry.get(READ_MORE_TOOL) is None:
             self.registry.add(
@@ -142,6 +148,11 @@ class Gate:
         async with self._open_lock:
             if self._services is not None:
                 return
+            limiter = (
+                RateLimiter.build(self.rate_limits, store=self.store, clock=self.clock)
+                if self.rate_limits is not None
+                else None
+            )
             await self.store.open()
             # A lone call commits its record itself; concurrent ones share commits.
             committer = GroupCommitter(self.store, alone=lambda: self._in_flight.count <= 1)
@@ -160,6 +171,7 @@ class Gate:
                 secret_sources=self._secret_sources,
                 clock=self.clock,
                 runner=self.runner,
+                rate_limiter=limiter,
             )
             # Toolboxes that hold connections (a gateway's upstreams) start with the
             # gate, side by side: each waits a bounded time for its first listing.
@@ -187,6 +199,8 @@ class Gate:
             await asyncio.gather(*(box.aclose() for box in self.upstreams()))
             await services.committer.aclose()
             await services.backlog.aclose()
+            if services.rate_limiter is not None:
+                await services.rate_limiter.aclose()
             await self.store.close()
 
     async def reconcile(self) -> int:

@@ -22,6 +22,7 @@ from callgate.runtime.stages.decide import decide
 from callgate.runtime.stages.execute import execute
 from callgate.runtime.stages.inject import inject
 from callgate.runtime.stages.normalize import normalize
+from callgate.runtime.stages.rate_limit import rate_limit
 from callgate.runtime.stages.record import record, unrecorded
 from callgate.runtime.stages.resolve import resolve
 from callgate.runtime.stages.shape import shape
@@ -35,6 +36,9 @@ STAGES: tuple[Stage, ...] = (
     # Scopes and tenants before anything else: a caller who may not use a tool
     # learns nothing about its parameters from validation errors.
     authorize,  # 2
+    # Over a rate limit: refused before anything is spent on the arguments. Left
+    # out (not even awaited) when the gate has no rate limits.
+    rate_limit,  # 2b
     validate,  # 3
     inject,  # 4
     classify,  # 5
@@ -47,12 +51,24 @@ STAGES: tuple[Stage, ...] = (
 
 CHANGE_STAGES: dict[ChangeRole, tuple[Stage, ...]] = {
     # The same stages, with the change's own where it differs (stages/change.py).
-    "preview": (*STAGES[:4], change.repeatable, *STAGES[4:7], change.keep, *STAGES[7:]),
-    "apply": (*STAGES[:4], change.bind, *STAGES[4:]),
-    "status": (*STAGES[:4], change.bind, *STAGES[4:6], change.check_status, *STAGES[7:]),
+    "preview": (*STAGES[:5], change.repeatable, *STAGES[5:8], change.keep, *STAGES[8:]),
+    "apply": (*STAGES[:5], change.bind, *STAGES[5:]),
+    "status": (*STAGES[:5], change.bind, *STAGES[5:7], change.check_status, *STAGES[8:]),
 }
-_AFTER_RESOLVE = STAGES[1:]
-_CHANGE_AFTER_RESOLVE = {role: stages[1:] for role, stages in CHANGE_STAGES.items()}
+
+
+def _after_resolve(stages: tuple[Stage, ...], *, limited: bool) -> tuple[Stage, ...]:
+    return tuple(s for s in stages[1:] if limited or s is not rate_limit)
+
+
+# Chosen per call by whether the gate has a rate limiter: [limited][change role or None].
+_AFTER_RESOLVE: dict[bool, dict[ChangeRole | None, tuple[Stage, ...]]] = {
+    limited: {
+        None: _after_resolve(STAGES, limited=limited),
+        **{role: _after_resolve(stages, limited=limited) for role, stages in CHANGE_STAGES.items()},
+    }
+    for limited in (False, True)
+}
 
 
 async def run(call: Call) -> Envelope:
@@ -97,7 +113,8 @@ async def _stages(call: Call) -> Envelope:
         return envelope
     # The stages after resolve: the tool it found decides the rest of the chain.
     binding = call.spec.change if call.spec is not None else None
-    for stage in _AFTER_RESOLVE if binding is None else _CHANGE_AFTER_RESOLVE[binding.role]:
+    chains = _AFTER_RESOLVE[call.services.rate_limiter is not None]
+    for stage in chains[None if binding is None else binding.role]:
         envelope = await stage(call)
         if envelope is not None:
             if call.decision is None and envelope.error is not None:

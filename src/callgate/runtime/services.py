@@ -9,6 +9,7 @@ from typing import Any
 
 from callgate.clock import SYSTEM_CLOCK, Clock
 from callgate.contract import ToolSpec
+from callgate.ratelimit import RateLimiter
 from callgate.runtime.envelope import Envelope
 from callgate.runtime.limits import Limits
 from callgate.runtime.policy import Policy
@@ -47,6 +48,8 @@ class Services:
     runner: Runner = field(default_factory=Runner)
     """Runs tool code: deadlines, worker threads, stray work (see ``runtime/runner.py``)."""
     inflight: dict[str, InFlight] = field(default_factory=dict)
+    rate_limiter: RateLimiter | None = None
+    """Per-principal and per-tool rate limits; None (no rate stage) when none are set."""
     _validators: dict[str, ArgumentValidator] = field(default_factory=dict)
 
     def validator_for(self, spec: ToolSpec) -> ArgumentValidator:

@@ -54,6 +54,7 @@ from callgate.store.engine import (
 )
 from callgate.store.pg_audit import AuditStatement
 from callgate.store.sql_handles import HandleRecords
+from callgate.store.sql_rates import SQLRateRecords
 from callgate.store.sql_records import HumanLoopRecords
 from callgate.store.sql_runs import RunRecords
 from callgate.store.sqlite_writer import SQLiteAuditWriter
@@ -86,7 +87,7 @@ class _JSONText(TypeDecorator[str]):
         return None
 
 
-class SQLStore(HumanLoopRecords, HandleRecords, RunRecords):
+class SQLStore(HumanLoopRecords, HandleRecords, RunRecords, SQLRateRecords):
     """The :class:`~callgate.store.base.Store` on SQLite or PostgreSQL.
 
     Example:

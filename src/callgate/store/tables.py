@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     Dialect,
@@ -34,6 +35,7 @@ __all__ = [
     "idempotency",
     "metadata",
     "previews",
+    "rate_limits",
     "results",
     "session_taints",
     "tasks",
@@ -261,4 +263,16 @@ upstream_listings = Table(
     Column("key", String, nullable=False),
     Column("listing", JSON, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+)
+
+rate_limits = Table(
+    # One GCRA bucket of a rate limit (callgate.ratelimit): ``tat`` is its
+    # theoretical arrival time in microseconds since the epoch; a row whose
+    # ``tat`` has passed is the same as no row (and is purged).
+    "rate_limits",
+    metadata,
+    Column("key", String, primary_key=True),
+    Column("tat", BigInteger, nullable=False),
+    Column("admitted", Boolean, nullable=False),
+    Index(None, "tat"),
 )

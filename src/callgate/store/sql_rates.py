@@ -1,0 +1,113 @@
+"""The SQL store's rate limit buckets: one conditional upsert per bucket.
+
+A mixin of :class:`~callgate.store.sql.SQLStore`. The algorithm is GCRA (see
+:mod:`callgate.ratelimit`): a bucket is one row holding its theoretical arrival
+time ``tat``. Taking a bucket is ``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``,
+one statement that reads and writes the row under its lock, so any number of
+replicas on one PostgreSQL admit exactly as many calls as the rate allows.
+Several buckets (a principal's and a tool's) are taken in one transaction, in
+key order (no deadlock between two calls), and all are rolled back when one
+refuses: a refused call uses up nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from sqlalchemy import BigInteger, ColumnElement, case, delete, func, literal
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from callgate.clock import Clock
+from callgate.store.tables import rate_limits
+
+__all__ = ["RateBucket", "RateRecords", "RateTaken", "SQLRateRecords"]
+
+PURGE_EVERY_US = 60_000_000
+"""How often (on the store's clock) one process deletes the buckets that have run dry."""
+
+
+class RateBucket(NamedTuple):
+    """One bucket to take a call from: ``interval_us`` is the period divided by
+    the count (GCRA's emission interval), ``period_us`` the whole period."""
+
+    key: str
+    interval_us: int
+    period_us: int
+
+
+class RateTaken(NamedTuple):
+    """The answer for several buckets: ``refused`` is the index of a bucket that
+    had no room (None: every bucket was taken), ``wait_us`` how long until it has."""
+
+    refused: int | None
+    wait_us: int
+
+
+@runtime_checkable
+class RateRecords(Protocol):
+    """A store that keeps rate limit buckets where every replica sees them."""
+
+    async def take_rates(self, buckets: Sequence[RateBucket], *, now_us: int) -> RateTaken:
+        """Take one call from every bucket, or from none when one has no room."""
+        ...
+
+
+class SQLRateRecords:
+    """Rate limit buckets on the store's connections."""
+
+    clock: Clock
+    _dialect: str
+    _rates_purged_us: int = 0
+
+    def _begin(
+        self, *, write: bool, single: bool = False
+    ) -> contextlib.AbstractAsyncContextManager[AsyncConnection]:
+        raise NotImplementedError  # provided by SQLStore
+
+    async def take_rates(self, buckets: Sequence[RateBucket], *, now_us: int) -> RateTaken:
+        """Take one call from every bucket in one transaction, or from none.
+
+        Returns:
+            ``RateTaken(None, 0)`` when the call fits every bucket (they are
+            updated), else the index of a bucket without room and the
+            microseconds until it has some (nothing is updated).
+        """
+        if now_us - self._rates_purged_us >= PURGE_EVERY_US:
+            self._rates_purged_us = now_us
+            async with self._begin(write=True, single=True) as conn:
+                await conn.execute(delete(rate_limits).where(rate_limits.c.tat < now_us))
+        order = sorted(range(len(buckets)), key=lambda i: buckets[i].key)
+        async with self._begin(write=True, single=len(buckets) == 1) as conn:
+            for index in order:
+                bucket = buckets[index]
+                row = (await conn.execute(self._take(bucket, now_us))).one()
+                if not row.admitted:
+                    if len(buckets) > 1:
+                        await conn.rollback()  # the buckets taken before this one
+                    wait = max(row.tat, now_us) + bucket.interval_us - bucket.period_us
+                    return RateTaken(index, max(wait - now_us, 1))
+        return RateTaken(None, 0)
+
+    def _take(self, bucket: RateBucket, now_us: int) -> Any:
+        now = literal(now_us, BigInteger)
+        start: ColumnElement[int]
+        if self._dialect == "postgresql":
+            insert: Any = postgresql.insert
+            start = func.greatest(rate_limits.c.tat, now)
+        else:
+            insert = sqlite.insert
+            start = func.max(rate_limits.c.tat, now)
+        after = start + bucket.interval_us
+        fits = after <= now + bucket.period_us
+        return (
+            insert(rate_limits)
+            .values(key=bucket.key, tat=now_us + bucket.interval_us, admitted=True)
+            .on_conflict_do_update(
+                index_elements=[rate_limits.c.key],
+                set_={"tat": case((fits, after), else_=rate_limits.c.tat), "admitted": fits},
+            )
+            .returning(rate_limits.c.tat, rate_limits.c.admitted)
+        )
