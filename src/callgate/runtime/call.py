@@ -233,6 +233,7 @@ class Call:
         retryable: bool = False,
         detail_ref: str | None = None,
         missing_capability: str | None = None,
+        missing_scopes: tuple[str, ...] = (),
     ) -> Envelope:
         """An error Envelope with the model-facing message and its next step."""
         return self.envelope(
@@ -244,5 +245,6 @@ class Call:
                 next_step=next_step or default_next_step(kind),
                 detail_ref=detail_ref,
                 missing_capability=missing_capability,
+                missing_scopes=missing_scopes,
             ),
         )

@@ -38,6 +38,9 @@ class ErrorInfo(BaseModel):
     missing_capability: str | None = None
     """The capability of the caller's client the tool needed and the client lacks
     (``elicitation``, ``sampling``, ``roots``): the tool raised ``ClientCannot``."""
+    missing_scopes: tuple[str, ...] = ()
+    """The scopes the caller lacks for this tool, in order, when that is why the
+    call was refused (a ``permission`` error): what a client steps up to."""
 
 
 class ApprovalRequest(BaseModel):

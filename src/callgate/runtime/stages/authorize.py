@@ -27,4 +27,5 @@ async def authorize(call: Call) -> Envelope | None:
         f"{needed}, which {call.principal.user!r} does not have.",
         next_step="Do not retry. Tell the user which permission is missing; an "
         "administrator can grant it.",
+        missing_scopes=tuple(missing),
     )
