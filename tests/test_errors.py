@@ -49,6 +49,7 @@ EXPECTED: dict[str, tuple[type[CallgateError], type[Exception]]] = {
     "UpstreamLost": (RuntimeFailure, Exception),
     "TokenError": (RuntimeFailure, Exception),
     "InvalidToken": (RuntimeFailure, Exception),
+    "Unauthenticated": (RuntimeFailure, Exception),
     "DemoStateError": (RuntimeFailure, RuntimeError),
     "ConstructionError": (ToolError, Exception),
     "PermissionDenied": (ToolError, Exception),

@@ -35,6 +35,7 @@ so that code catching it still does (``except ValueError`` catches a
     │   ├── UpstreamLost                      callgate.gateway.connection
     │   ├── TokenError                        callgate.gateway._oauth
     │   ├── InvalidToken                      callgate.auth.errors
+    │   ├── Unauthenticated                   callgate.console.auth
     │   └── DemoStateError [RuntimeError]     callgate.demo._state
     └── ToolError                  raised by a tool on purpose; the message is for the model
         ├── ConstructionError

@@ -8,6 +8,6 @@ Example:
 """
 
 from callgate.console.api import approvals_app
-from callgate.console.auth import Authenticate, bearer_tokens
+from callgate.console.auth import Authenticate, Unauthenticated, bearer, bearer_tokens
 
-__all__ = ["Authenticate", "approvals_app", "bearer_tokens"]
+__all__ = ["Authenticate", "Unauthenticated", "approvals_app", "bearer", "bearer_tokens"]

@@ -46,7 +46,7 @@ from starlette.routing import Route
 
 from callgate import access
 from callgate.access import ADMIN_ROLE, Action
-from callgate.console.auth import Authenticate
+from callgate.console.auth import Authenticate, Unauthenticated, authenticate_request
 from callgate.contract import Principal
 from callgate.runtime.approvals import ApprovalError, Approvals, approval_json
 from callgate.runtime.gate import Gate
@@ -101,8 +101,9 @@ def approvals_app(gate: Gate, *, authenticate: Authenticate) -> Starlette:
 
     Args:
         gate: whose approvals are listed and decided (decisions are audited there).
-        authenticate: maps a request to its principal, or None (401); see
-            :func:`~callgate.console.bearer_tokens`.
+        authenticate: maps a request to its principal, or None (401); sync
+            or async, the same seam as the MCP endpoint's (see
+            :mod:`callgate.console.auth`).
 
     Returns:
         The ASGI app; mount it or serve it as is.
@@ -135,7 +136,7 @@ class _ApprovalsApi:
         self._authenticate = authenticate
 
     async def list_approvals(self, request: Request) -> Response:
-        who = self._principal(request)
+        who = await self._principal(request)
         state = request.query_params.get("state") or None
         if state is not None and state not in STATES:
             raise _ApiError(400, "invalid_request", f"state must be one of {', '.join(STATES)}")
@@ -148,11 +149,11 @@ class _ApprovalsApi:
         return _json({"approvals": [approval_json(r, self._gate.clock.now()) for r in visible]})
 
     async def show_approval(self, request: Request) -> Response:
-        who = self._principal(request)
+        who = await self._principal(request)
         return _json(approval_json(await self._visible(request, who), self._gate.clock.now()))
 
     async def approve(self, request: Request) -> Response:
-        who = self._principal(request)
+        who = await self._principal(request)
         body = await _body(request)
         note = body.get("note")
         if note is not None and not isinstance(note, str):
@@ -161,7 +162,7 @@ class _ApprovalsApi:
         return await self._decide(record, lambda a: a.approve(record.id, by=who, note=note))
 
     async def deny(self, request: Request) -> Response:
-        who = self._principal(request)
+        who = await self._principal(request)
         body = await _body(request)
         reason = body.get("reason")
         if not isinstance(reason, str) or not reason.strip():
@@ -170,11 +171,11 @@ class _ApprovalsApi:
         return await self._decide(record, lambda a: a.deny(record.id, by=who, reason=reason))
 
     # access ---------------------------------------------------------------------
-    def _principal(self, request: Request) -> Principal:
-        principal = self._authenticate(request)
-        if principal is None:
-            raise _ApiError(401, "unauthenticated", "authentication required")
-        return principal
+    async def _principal(self, request: Request) -> Principal:
+        try:
+            return await authenticate_request(self._authenticate, request)
+        except Unauthenticated:
+            raise _ApiError(401, "unauthenticated", "authentication required") from None
 
     async def _visible(self, request: Request, who: Principal) -> ApprovalRecord:
         approval_id = request.path_params["approval_id"]
