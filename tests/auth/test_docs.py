@@ -1,12 +1,24 @@
 """docs/config.md documents every ``[auth]`` key, in its tables and its complete
-example, and the example's ``[auth]`` is what it says."""
+example; docs/auth.md's examples are what the code reads, makes and prints."""
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
+from typing import get_args
 
-from callgate.auth import AuthSettings, ClaimNames, parse_auth
+import pytest
+
+from callgate.auth import (
+    AuthSettings,
+    ClaimNames,
+    TokenProblem,
+    metadata_url,
+    parse_auth,
+    protected_resource_metadata,
+    www_authenticate,
+)
 from callgate.auth.settings import _AuthFile, _ClaimsFile
 
 from ..docs.readme import ROOT
@@ -49,3 +61,55 @@ def test_the_example_s_auth_table_reads_as_documented() -> None:
         resource_name="Acme tools",
         claims=ClaimNames(),
     )
+
+
+# docs/auth.md -------------------------------------------------------------------------
+AUTH_DOC = ROOT / "docs" / "auth.md"
+_FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", flags=re.S | re.M)
+
+
+def _blocks(lang: str) -> list[str]:
+    return [m[2] for m in _FENCE.finditer(AUTH_DOC.read_text()) if m[1] == lang]
+
+
+def _settings() -> AuthSettings:
+    [toml] = _blocks("toml")
+    return parse_auth(tomllib.loads(toml)["auth"], "docs/auth.md")
+
+
+def test_the_auth_doc_s_config_reads_as_it_says() -> None:
+    settings = _settings()
+    assert settings.audience == "https://gateway.acme.example/mcp"
+    assert settings.claims == ClaimNames()
+
+
+def test_the_auth_doc_s_metadata_and_challenge_are_what_the_code_makes() -> None:
+    settings = _settings()
+    [document] = _blocks("json")
+    challenge = next(b for b in _blocks("") if b.startswith("WWW-Authenticate:"))
+
+    assert json.loads(document) == protected_resource_metadata(
+        settings, scopes=["deploy:rollback", "deploy:read"]
+    )
+    header = www_authenticate(
+        metadata_url(settings), error="invalid_token", description="the token has expired"
+    )
+    assert challenge == f"WWW-Authenticate: {header}\n"
+
+
+def test_the_auth_doc_lists_every_refusal_code() -> None:
+    text = AUTH_DOC.read_text()
+    section = text[text.index("### Refusals") : text.index("## What a client reads")]
+    listed = re.findall(r"^\| `(\w+)` \| ", section, flags=re.M)
+    assert listed == ["code", *get_args(TokenProblem)]  # the header, then each code
+
+
+def test_the_auth_doc_s_local_issuer_runs_and_prints_what_it_says(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    [python] = _blocks("python")
+    printed = next(b for b in _blocks("") if b.startswith("dana@acme.example"))
+
+    exec(compile(python, str(AUTH_DOC), "exec"), {"__name__": "__main__"})
+
+    assert capsys.readouterr().out == printed
