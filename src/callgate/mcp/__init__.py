@@ -8,16 +8,15 @@ from callgate._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from callgate.mcp._events import MemoryEventStore
-    from callgate.mcp._http import DEFAULT_BODY_TIMEOUT
-    from callgate.mcp._names import DEFAULT_SEPARATOR
-    from callgate.mcp.server import (
+    from callgate.mcp._http import (
+        DEFAULT_BODY_TIMEOUT,
         LOOPBACK_HOSTS,
         MCP_PATH,
-        build_server,
-        default_principal,
-        run_stdio,
+        bearer_challenge,
         streamable_http_app,
     )
+    from callgate.mcp._names import DEFAULT_SEPARATOR
+    from callgate.mcp.server import build_server, default_principal, run_stdio
 
 # Imported on first use: ``callgate --help`` reads the defaults of ``serve``
 # (from ``_names``) without the MCP SDK.
@@ -25,12 +24,13 @@ _HOMES = {
     "MemoryEventStore": "callgate.mcp._events",
     "DEFAULT_BODY_TIMEOUT": "callgate.mcp._http",
     "DEFAULT_SEPARATOR": "callgate.mcp._names",
-    "LOOPBACK_HOSTS": "callgate.mcp.server",
-    "MCP_PATH": "callgate.mcp.server",
+    "LOOPBACK_HOSTS": "callgate.mcp._http",
+    "MCP_PATH": "callgate.mcp._http",
+    "bearer_challenge": "callgate.mcp._http",
     "build_server": "callgate.mcp.server",
     "default_principal": "callgate.mcp.server",
     "run_stdio": "callgate.mcp.server",
-    "streamable_http_app": "callgate.mcp.server",
+    "streamable_http_app": "callgate.mcp._http",
 }
 
 
@@ -43,6 +43,7 @@ __all__ = [
     "LOOPBACK_HOSTS",
     "MCP_PATH",
     "MemoryEventStore",
+    "bearer_challenge",
     "build_server",
     "default_principal",
     "run_stdio",

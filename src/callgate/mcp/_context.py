@@ -1,4 +1,4 @@
-"""Resources, prompts, completion and the log level over MCP, for one principal.
+"""Resources, prompts, completion and the log level over MCP, for each request's principal.
 
 Resources and prompts are read-only context, so they do not go through the
 governed tool chain; visibility is still checked on every request (scopes and
@@ -144,13 +144,13 @@ class ContextHandlers:
     def __init__(
         self,
         gate: Gate,
-        principal: Principal,
+        principal_of: Callable[[Ctx], Principal],
         *,
         replay: ReplayGuard,
         session_of: Callable[[Ctx], str | None] = lambda _ctx: None,
     ) -> None:
         self._gate = gate
-        self._principal = principal
+        self._principal_of = principal_of
         self._replay = replay
         self._session_of = session_of
         self.log_level: types.LoggingLevel | None = None
@@ -180,29 +180,31 @@ class ContextHandlers:
     def has_prompts(self) -> bool:
         return bool(self._all_prompts())
 
-    def resources(self) -> list[ResourceSpec]:
-        """The resources and templates the principal may read, in URI order."""
-        visible = [s for s in self._all_resources() if s.visible_to(self._principal)]
+    def resources(self, ctx: Ctx) -> list[ResourceSpec]:
+        """The resources and templates the request's principal may read, in URI order."""
+        principal = self._principal_of(ctx)
+        visible = [s for s in self._all_resources() if s.visible_to(principal)]
         return sorted(visible, key=lambda spec: spec.uri)
 
-    def prompts(self) -> list[PromptSpec]:
-        """The prompts the principal may get, in name order."""
-        visible = [s for s in self._all_prompts() if s.visible_to(self._principal)]
+    def prompts(self, ctx: Ctx) -> list[PromptSpec]:
+        """The prompts the request's principal may get, in name order."""
+        principal = self._principal_of(ctx)
+        visible = [s for s in self._all_prompts() if s.visible_to(principal)]
         return sorted(visible, key=lambda spec: spec.name)
 
     def _find_resource(
-        self, uri: str, *, visible: bool = True
+        self, ctx: Ctx, uri: str, *, visible: bool = True
     ) -> tuple[ResourceSpec, dict[str, str]] | None:
         # Exact URIs win over templates that happen to match them too.
-        candidates = self.resources() if visible else self._all_resources()
+        candidates = self.resources(ctx) if visible else self._all_resources()
         for spec in sorted(candidates, key=lambda spec: spec.is_template):
             bound = spec.match(uri)
             if bound is not None:
                 return spec, bound
         return None
 
-    def _find_prompt(self, name: str, read: Read | None = None) -> PromptSpec:
-        for spec in self.prompts():
+    def _find_prompt(self, ctx: Ctx, name: str, read: Read | None = None) -> PromptSpec:
+        for spec in self.prompts(ctx):
             if spec.name == name:
                 return spec
         if read is not None:
@@ -220,7 +222,7 @@ class ContextHandlers:
         return reads.start(
             kind,
             name,
-            principal=self._principal,
+            principal=self._principal_of(ctx),
             session_id=self._session_of(ctx),
             arguments=arguments,
         )
@@ -313,7 +315,7 @@ class ContextHandlers:
                 call_id=read.call_id,
                 trace_id=read.call_id,
                 tool=f"{read.kind}:{read.name}",
-                principal=self._principal,
+                principal=self._principal_of(ctx),
                 session_id=self._session_of(ctx),
                 idempotency_key=None,
                 deadline=self._gate.clock.now() + timedelta(seconds=timeout),
@@ -354,14 +356,14 @@ class ContextHandlers:
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         return types.ListResourcesResult(
-            resources=[_resource(spec) for spec in self.resources() if not spec.is_template]
+            resources=[_resource(spec) for spec in self.resources(ctx) if not spec.is_template]
         )
 
     async def list_resource_templates(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(
-            resource_templates=[_template(spec) for spec in self.resources() if spec.is_template]
+            resource_templates=[_template(spec) for spec in self.resources(ctx) if spec.is_template]
         )
 
     async def read_resource(
@@ -378,9 +380,9 @@ class ContextHandlers:
         read = await self._start(ctx, "resource", uri)
 
         async def body() -> types.ReadResourceResult | types.InputRequiredResult:
-            found = self._find_resource(uri)
+            found = self._find_resource(ctx, uri)
             if found is None:
-                if self._find_resource(uri, visible=False) is not None:
+                if self._find_resource(ctx, uri, visible=False) is not None:
                     read.refused(ErrorKind.PERMISSION, _HIDDEN)
                 else:
                     read.refused(ErrorKind.CONSTRUCTION, "no such resource")
@@ -421,7 +423,7 @@ class ContextHandlers:
     async def list_prompts(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=[_prompt(spec) for spec in self.prompts()])
+        return types.ListPromptsResult(prompts=[_prompt(spec) for spec in self.prompts(ctx)])
 
     async def get_prompt(
         self, ctx: Ctx, params: types.GetPromptRequestParams
@@ -436,7 +438,7 @@ class ContextHandlers:
         read = await self._start(ctx, "prompt", params.name, arguments=arguments)
 
         async def body() -> types.GetPromptResult | types.InputRequiredResult:
-            spec = self._find_prompt(params.name, read)
+            spec = self._find_prompt(ctx, params.name, read)
             read.allow()
             read.detail["toolbox"] = spec.toolbox
             try:
@@ -472,11 +474,11 @@ class ContextHandlers:
         ref = params.ref
         name, prefix = params.argument.name, params.argument.value
         if isinstance(ref, types.PromptReference):
-            spec = self._find_prompt(ref.name)
+            spec = self._find_prompt(ctx, ref.name)
             choices = next((a.choices for a in spec.arguments if a.name == name), ())
             return _completion(choices, prefix)
         template = next(
-            (s for s in self.resources() if s.is_template and s.uri == ref.uri),
+            (s for s in self.resources(ctx) if s.is_template and s.uri == ref.uri),
             None,
         )
         if template is None:

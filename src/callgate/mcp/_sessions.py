@@ -18,6 +18,11 @@ would inherit). So the id is never a value the client sent:
   That is the conservative choice: a principal whose conversations mix
   private data and untrusted content is asked to approve more, never less.
 
+The principal is each request's own (the authenticated caller over HTTP, else
+the server's fixed one). A 2025-11-25 connection keeps the principal that
+opened it: over HTTP the SDK refuses the session to anyone else (see
+:class:`callgate.mcp._http.Authentication`).
+
 Ids are ``mcp-`` and an HMAC over the principal and the connection (or the
 principal alone) under the server's session key, so they cannot be guessed or
 forged from outside, and replicas given the same key agree on a principal's
@@ -32,6 +37,7 @@ import hashlib
 import hmac
 import secrets
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server import ServerRequestContext
@@ -47,7 +53,7 @@ class Sessions:
     """The session id of each request's calls (see the module docs).
 
     Args:
-        principal: whom every request is served for.
+        principal_of: whom a request is served for.
         key: the secret the ids are derived with (random if None); share it
             between replicas of one server.
         fixed: one session for every request (stdio: the process is the
@@ -55,13 +61,16 @@ class Sessions:
     """
 
     def __init__(
-        self, principal: Principal, *, key: bytes | None = None, fixed: str | None = None
+        self,
+        principal_of: Callable[[ServerRequestContext[Any, Any]], Principal],
+        *,
+        key: bytes | None = None,
+        fixed: str | None = None,
     ) -> None:
-        self._principal = principal
+        self._principal_of = principal_of
         self._key = key if key is not None else secrets.token_bytes(32)
         self._fixed = fixed
         self._connections: weakref.WeakKeyDictionary[Connection, str] = weakref.WeakKeyDictionary()
-        self._stateless: str | None = None
 
     def of(self, ctx: ServerRequestContext[Any, Any]) -> str:
         """The session of the request ``ctx``: never None, never the client's choice."""
@@ -71,16 +80,14 @@ class Sessions:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or not isinstance(
             connection, Connection
         ):
-            if self._stateless is None:  # one principal: one stateless session, derived once
-                self._stateless = self._derive("stateless")
-            return self._stateless
+            return self._derive(self._principal_of(ctx), "stateless")
         session = self._connections.get(connection)
         if session is None:
-            derived = self._derive("connection", secrets.token_hex(16))
+            derived = self._derive(self._principal_of(ctx), "connection", secrets.token_hex(16))
             session = self._connections.setdefault(connection, derived)
         return session
 
-    def _derive(self, *parts: str) -> str:
-        who = (self._principal.tenant or "", self._principal.user)
+    def _derive(self, principal: Principal, *parts: str) -> str:
+        who = (principal.tenant or "", principal.user)
         message = "\0".join((*parts, *who)).encode()
         return "mcp-" + hmac.new(self._key, message, hashlib.sha256).hexdigest()[:32]

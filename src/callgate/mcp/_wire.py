@@ -10,7 +10,7 @@ constructors at the end: nothing else in callgate builds an ``MCPError``).
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -163,6 +163,9 @@ class Round:
             answers so far), for an ``input_required`` result.
         asking: questions the server itself asks first (the requester's
             approval), by key; they come before the Envelope.
+        challenge: where the answer may be a scope challenge (an authenticated
+            2026-07-28 HTTP request): told the scopes the tool needs when the
+            caller lacked some, so the HTTP answer is ``403`` naming them.
     """
 
     envelope: Envelope
@@ -170,6 +173,7 @@ class Round:
     input_required: bool = False
     request_state: Callable[[], str] | None = None
     asking: dict[str, types.InputRequest] = field(default_factory=dict)
+    challenge: Callable[[Iterable[str]], None] | None = None
 
     @property
     def questions(self) -> dict[str, Any] | None:
@@ -192,7 +196,9 @@ def call_result(round_: Round) -> types.CallToolResult | types.InputRequiredResu
     Raises:
         MCPError: ``-32021`` at 2026-07-28 when the tool needed a client
             capability this client did not declare (at 2025-11-25 that is a tool
-            execution error, as the tool's other errors).
+            execution error, as the tool's other errors); ``-32600`` for a call
+            refused for lacking scopes where the round may challenge (see
+            :func:`insufficient_scope`).
     """
     questions = round_.questions
     if questions is not None:
@@ -201,6 +207,10 @@ def call_result(round_: Round) -> types.CallToolResult | types.InputRequiredResu
             {"resultType": "input_required", "inputRequests": questions, "requestState": state}
         )
     error = round_.envelope.error
+    if round_.challenge is not None and error is not None and error.missing_scopes:
+        needed = sorted(round_.spec.scopes if round_.spec is not None else error.missing_scopes)
+        round_.challenge(needed)
+        raise insufficient_scope(round_.envelope, needed)
     if round_.input_required and error is not None and error.missing_capability is not None:
         raise needs_capabilities(round_.envelope.tool, {error.missing_capability: {}})
     return tool_result(round_.envelope, round_.spec)
@@ -291,6 +301,36 @@ def header_mismatch(header: str, field_name: str) -> MCPError:
     return MCPError(
         types.HEADER_MISMATCH,
         f"{header} header does not match the request body's {field_name!r}",
+    )
+
+
+def insufficient_scope(envelope: Envelope, scopes: Iterable[str]) -> MCPError:
+    """``-32600`` for a call its caller lacks scopes for, answered over HTTP as
+    ``403`` with an ``insufficient_scope`` challenge: the Envelope's text (which
+    scopes are missing, the next step) as the message, so a client that does not
+    step up still shows why; ``data`` names the scopes the tool needs (what to
+    step up to) and the ones missing."""
+    error = envelope.error
+    return MCPError(
+        types.INVALID_REQUEST,
+        envelope.explanation(),
+        {
+            "callgate/callId": envelope.call_id,
+            "callgate/status": envelope.status.value,
+            "kind": ErrorKind.PERMISSION.value,
+            "scope": " ".join(scopes),
+            "missingScopes": list(error.missing_scopes) if error is not None else [],
+        },
+    )
+
+
+def unauthenticated() -> MCPError:
+    """``-32600`` for a request without a caller, to a server that serves only
+    authenticated ones (built without a fixed principal)."""
+    return MCPError(
+        types.INVALID_REQUEST,
+        "This server serves authenticated callers only; connect over its HTTP endpoint "
+        "with credentials.",
     )
 
 

@@ -5,10 +5,15 @@ tool. Both wire generations come from the SDK: a 2025-11-25 client does the
 ``initialize`` handshake, a 2026-07-28 client sends its protocol version and
 capabilities in ``_meta`` on every request (``server/discover`` included).
 
-Who is calling: for now one fixed :class:`Principal` per server, chosen by
-whoever starts it (``callgate serve --principal/--tenant/--scopes``). That is
-only safe on loopback or stdio, where the caller is the local user;
-authenticating remote callers (OAuth on Streamable HTTP) comes with the gateway.
+Who is calling is a fact of each request. Over stdio (and in memory) it is the
+server's fixed principal, chosen by whoever starts it (``callgate serve
+--principal/--tenant/--scopes``): the local user. Over Streamable HTTP the app
+may authenticate every request (``streamable_http_app(authenticate=...)``, see
+:class:`callgate.mcp._http.Authentication`); each request is then served for
+its own caller, everywhere: what tools/list shows, the chain's calls and their
+audit, resources, prompts, completions, tasks, approvals and the sealed
+``requestState`` of 2026-07-28 rounds. Without authentication an HTTP request
+is served for the fixed principal, which is only safe on loopback.
 
 Example:
     server = build_server(gate, principal=Principal("local", tenant="acme"))
@@ -22,7 +27,7 @@ import asyncio
 import json
 import logging
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -35,9 +40,7 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from starlette.applications import Starlette
 
 from callgate import __version__
 from callgate.config import local_principal
@@ -45,9 +48,14 @@ from callgate.contract import Principal
 from callgate.mcp import _wire
 from callgate.mcp._approval import Confirmation
 from callgate.mcp._context import ContextHandlers
-from callgate.mcp._events import MemoryEventStore, SessionEvents
 from callgate.mcp._guard import internal_errors
-from callgate.mcp._http import DEFAULT_BODY_TIMEOUT, HttpEdge
+from callgate.mcp._http import (
+    LOOPBACK_HOSTS,
+    MCP_PATH,
+    caller_of,
+    current_caller,
+    streamable_http_app,
+)
 from callgate.mcp._input import ClientInputSink, ReplayGuard
 from callgate.mcp._names import DEFAULT_SEPARATOR, WireNames
 from callgate.mcp._sessions import Sessions
@@ -64,10 +72,6 @@ __all__ = [
     "streamable_http_app",
 ]
 
-MCP_PATH = "/mcp"
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
-# How long a client whose SSE stream dropped waits before it reconnects (milliseconds).
-SSE_RETRY_MS = 1000
 
 logger = logging.getLogger(__name__)
 
@@ -168,6 +172,9 @@ class _Server(Server[Any]):
     and resource changes are not published, so they are not claimed.
     """
 
+    fixed_principal: Principal | None = None
+    """Whom a request without an authenticated caller is served for (None: nobody)."""
+
     def get_capabilities(
         self,
         notification_options: NotificationOptions | None = None,
@@ -209,7 +216,7 @@ class _Server(Server[Any]):
 def build_server(
     gate: Gate,
     *,
-    principal: Principal,
+    principal: Principal | None = None,
     name: str = "callgate",
     tool_separator: str = DEFAULT_SEPARATOR,
     unprefixed: Iterable[str] = (),
@@ -218,14 +225,17 @@ def build_server(
     request_state: RequestStateSecurity | None = None,
     task_lease: timedelta = timedelta(seconds=30),
 ) -> Server[Any]:
-    """An MCP server whose tools are the gate's, called as ``principal``.
+    """An MCP server whose tools are the gate's, each request served for its caller.
 
-    tools/list shows the tools ``principal`` may call, in name order. The
+    tools/list shows the tools the caller may call, in name order. The
     gate is neither opened nor closed here: its owner does that around serving.
 
     Args:
         gate: the gate every call goes through.
-        principal: the caller every request is made for (see the module docs).
+        principal: whom a request without an authenticated caller is served
+            for: every request over stdio and in memory, and over HTTP when
+            the app does not authenticate (see the module docs). None: only
+            authenticated HTTP requests are served.
         name: the server name reported to clients.
         tool_separator: what joins toolbox and tool in the names clients see
             (``toolbox__tool`` by default: hosts and model APIs refuse dots;
@@ -238,18 +248,19 @@ def build_server(
         session_key: the secret session ids are derived with (random by
             default); give replicas of one server the same one.
         request_state: how the ``requestState`` of 2026-07-28 ``input_required``
-            results is sealed (the SDK's policy); by default a key made now and
-            held by this process only, so with several replicas pass
-            ``RequestStateSecurity(keys=[shared secret])``. States are bound to
-            the server's principal.
+            results is sealed (the SDK's policy: its codec, TTL and audience);
+            by default a key made now and held by this process only, so with
+            several replicas pass ``RequestStateSecurity(keys=[shared secret])``.
+            States are always bound to the caller's tenant and user: one sealed
+            for alice is refused to bob.
         task_lease: how long a running task's lease lasts (its runner renews it
             every third of that); a task of a server that died reads as failed
             once its lease has run out.
 
     Resources and prompts of the toolboxes are served unprefixed, filtered by
-    ``principal`` like tools, and every read or get is audited; their
-    capabilities are advertised when some toolbox declares any at build time. ``logging/setLevel`` is accepted and
-    its level kept.
+    the caller like tools, and every read or get is audited; their
+    capabilities are advertised when some toolbox declares any at build time.
+    ``logging/setLevel`` is accepted and its level kept.
 
     A tool that asks the client something (``ToolContext.elicit``, ``sample``,
     ``list_roots``) does so with server-to-client requests at 2025-11-25 and
@@ -263,7 +274,9 @@ def build_server(
     Texts the model reads (errors, next steps, hints, tool descriptions) name
     tools as this server shows them. An unknown tool name is a protocol error
     (``-32602``, with close matches in its message), as both protocol versions
-    specify; the call is still audited.
+    specify; the call is still audited. A call refused because an authenticated
+    2026-07-28 HTTP caller lacks scopes is answered ``403`` with an
+    ``insufficient_scope`` challenge (see :func:`callgate.mcp._wire.insufficient_scope`).
 
     Raises:
         ValueError: two exposed names (tools, resource URIs or prompt names)
@@ -271,73 +284,88 @@ def build_server(
             the separator is not made of ``_``, ``-`` and ``.``.
     """
     names = WireNames(gate, separator=tool_separator, unprefixed=unprefixed)
-    sessions = Sessions(principal, key=session_key, fixed=session_id)
-    # JSON: a tenant or user holding "/" (or no tenant next to tenant "") must
-    # never seal state another principal's requests would accept.
-    binding = json.dumps([principal.tenant, principal.user])
-    security = request_state or RequestStateSecurity(
-        keys=[secrets.token_bytes(32)], bind_principal=lambda _ctx: binding
-    )
+    principal_of = _principal_of(principal)
+    sessions = Sessions(principal_of, key=session_key, fixed=session_id)
+
+    def binding(ctx: ServerRequestContext[Any, Any]) -> str:
+        # JSON: a tenant or user holding "/" (or no tenant next to tenant "") must
+        # never seal state another principal's requests would accept.
+        caller = principal_of(ctx)
+        return json.dumps([caller.tenant, caller.user])
+
+    if request_state is None:
+        security = RequestStateSecurity(keys=[secrets.token_bytes(32)], bind_principal=binding)
+    else:
+        security = RequestStateSecurity(
+            codec=request_state.codec,
+            ttl=request_state.ttl,
+            audience=request_state.audience,
+            bind_principal=binding,
+        )
     replay = ReplayGuard(security.ttl)
-    context = ContextHandlers(gate, principal, replay=replay, session_of=sessions.of)
+    context = ContextHandlers(gate, principal_of, replay=replay, session_of=sessions.of)
     # Upstream servers connect after the server is built: their resources and
     # prompts may come, so the capabilities are advertised from the start.
     resources = context.has_resources or bool(gate.upstreams())
     prompts = context.has_prompts or bool(gate.upstreams())
 
-    # The listing is built once and again after a toolbox changes (from any thread:
-    # a listing built while one changed is not kept, its generation is stale).
-    listing: dict[int, tuple[list[types.Tool], dict[str, Any]]] = {}
+    # Each tool's wire form is made once and again after a toolbox changes (from
+    # any thread: a form made while one changed is kept under the stale generation,
+    # which is never read). Which tools a caller sees is the gate's decision.
+    wired: dict[int, dict[str, types.Tool]] = {}
     generation = [0]
 
     def forget_listing(_box: object = None) -> None:
         generation[0] += 1
-        listing.clear()
+        wired.clear()
 
     for box in gate.toolboxes:
         box.on_change(forget_listing)
 
-    def current_listing() -> tuple[list[types.Tool], dict[str, Any]]:
-        built_for = generation[0]
-        cached = listing.get(built_for)
-        if cached is None:
-            tools = [
-                _wire.tool(
+    def listing(caller: Principal) -> list[types.Tool]:
+        forms = wired.setdefault(generation[0], {})
+        tools = []
+        for spec in gate.tools(caller):
+            tool = forms.get(spec.name)
+            if tool is None:
+                tool = forms[spec.name] = _wire.tool(
                     spec,
                     name=names.shown(spec.name),
                     description=names.describe(spec.description),
                     input_schema=names.schema(spec.input_schema),
                 )
-                for spec in gate.tools(principal)
-            ]
-            cached = (tools, {tool.name: tool.input_schema for tool in tools})
-            if generation[0] == built_for:
-                listing[built_for] = cached
-        return cached
+            tools.append(tool)
+        return tools
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=current_listing()[0])
+        return types.ListToolsResult(tools=listing(principal_of(ctx)))
 
     def input_schema(name: str) -> Any:
-        # For the SDK's x-mcp-header checks of 2026-07-28 calls: a tool the principal
-        # is not shown has no schema here either (no probing for hidden tools).
-        return current_listing()[1].get(name)
+        # For the SDK's x-mcp-header checks of 2026-07-28 calls, made in the
+        # request's task before any handler: a tool the caller is not shown has
+        # no schema here either (no probing for hidden tools).
+        caller = current_caller()
+        who = caller.principal if caller is not None else principal
+        if who is None:
+            return None
+        return next((tool.input_schema for tool in listing(who) if tool.name == name), None)
 
     async def govern(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> _wire.Round:
         """Run one ``tools/call`` round through the chain (the requester's approval
         asked first where the policy lets them confirm it)."""
+        caller = principal_of(ctx)
         full = names.full(params.name)
         session = sessions.of(ctx)
         if full is None:
-            raise await _unknown_tool(gate, params, principal, session, names)
+            raise await _unknown_tool(gate, params, caller, session, names)
         sink = ClientInputSink(
             ctx, logger=params.name, min_level=context.log_level, params=params, replay=replay
         )
-        confirmation = Confirmation(gate=gate, principal=principal, sink=sink)
+        confirmation = Confirmation(gate=gate, principal=caller, sink=sink)
         answered = confirmation.answered() if sink.input_required else None
         if answered is not None:  # the human answered last round's approval question
             await confirmation.decide(answered[0], full, answered[1])
@@ -348,7 +376,7 @@ def build_server(
             return await gate.call(
                 params.name,
                 params.arguments or {},
-                principal=principal,
+                principal=caller,
                 session_id=session,
                 sink=sink,
                 names=names,
@@ -360,6 +388,7 @@ def build_server(
             spec=gate.tool(full),
             input_required=sink.input_required,
             request_state=sink.request_state,
+            challenge=_scope_challenge(ctx),
         )
         pending = await confirmation.confirmable(envelope, full)
         if pending is not None and (answered is None or pending.id != answered[0]):
@@ -375,7 +404,7 @@ def build_server(
     # Task-tagged tools run as durable tasks where the client declares the extension.
     tasks = TaskRunner(
         gate,
-        principal=principal,
+        principal_of=principal_of,
         wire_to_full=names.full,
         full_to_wire=names.shown,
         govern=govern,
@@ -414,6 +443,7 @@ def build_server(
         on_completion=context.complete if resources or prompts else None,
         on_subscriptions_listen=changes.listen,
     )
+    server.fixed_principal = principal
     # Outermost but for the SDK's tracing: nothing a handler raises by accident
     # reaches the client as its text (a driver's SQL, say).
     server.middleware.insert(1, internal_errors)
@@ -429,6 +459,37 @@ def build_server(
         "notifications/initialized", types.NotificationParams, changes.initialized
     )
     return server
+
+
+def _principal_of(
+    fixed: Principal | None,
+) -> Callable[[ServerRequestContext[Any, Any]], Principal]:
+    """Whom a request is served for: its authenticated HTTP caller, else ``fixed``.
+
+    Raises (from the function returned):
+        MCPError: ``-32600`` for a request without a caller when there is no
+            fixed principal.
+    """
+
+    def principal_of(ctx: ServerRequestContext[Any, Any]) -> Principal:
+        caller = caller_of(ctx.request)
+        if caller is not None:
+            return caller.principal
+        if fixed is None:
+            raise _wire.unauthenticated()
+        return fixed
+
+    return principal_of
+
+
+def _scope_challenge(ctx: ServerRequestContext[Any, Any]) -> Callable[[Iterable[str]], None] | None:
+    """Where a call lacking scopes may be answered ``403`` with a challenge: an
+    authenticated 2026-07-28 HTTP request (its answer is one JSON response; a
+    2025-11-25 answer travels on an SSE stream already answered ``200``)."""
+    caller = caller_of(ctx.request)
+    if caller is None or ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return None
+    return caller.challenge
 
 
 async def _unknown_tool(
@@ -450,71 +511,14 @@ async def _unknown_tool(
     return _wire.unknown_tool(envelope)
 
 
-def _security(host: str) -> TransportSecuritySettings:
-    """Host and Origin checks against DNS rebinding, for loopback and other hosts."""
-    if host in LOOPBACK_HOSTS:
-        return TransportSecuritySettings(
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
-    return TransportSecuritySettings(
-        allowed_hosts=[host, f"{host}:*"],
-        allowed_origins=[f"http://{host}:*", f"https://{host}:*", f"https://{host}"],
-    )
-
-
-def streamable_http_app(
-    server: Server[Any],
-    *,
-    host: str = "127.0.0.1",
-    resumable: bool = True,
-    event_store: MemoryEventStore | None = None,
-    retry_ms: int = SSE_RETRY_MS,
-    body_timeout: float = DEFAULT_BODY_TIMEOUT,
-) -> Starlette:
-    """An ASGI app serving ``server`` over Streamable HTTP at ``/mcp``.
-
-    Requests whose Host or Origin header does not name ``host`` (or loopback,
-    when ``host`` is loopback) are refused, against DNS rebinding. Run the
-    app's lifespan (uvicorn does) before serving requests.
-
-    2025-11-25 SSE streams are resumable: each POST stream opens with a
-    priming event (an id, empty data, ``retry: retry_ms``), every event has an
-    id, and a client whose stream dropped gets what it missed by reconnecting
-    with ``GET`` and ``Last-Event-ID`` on the same session (see
-    :mod:`callgate.mcp._events`).
-
-    Args:
-        server: the MCP server to serve.
-        host: the host clients name (Host and Origin checks).
-        resumable: False serves SSE streams without event ids (nothing stored).
-        event_store: where the events are kept, to size it; by default a
-            :class:`MemoryEventStore` with its default bounds, for this app only.
-        retry_ms: how long a client waits before reconnecting (the SSE ``retry``
-            field), in milliseconds.
-        body_timeout: seconds a client has to send a request's whole body
-            (``408`` after that). Request bodies, duplicate request ids and
-            session ids on error responses are handled by
-            :class:`~callgate.mcp._http.HttpEdge`.
-    """
-    store = None
-    if resumable:
-        store = event_store if event_store is not None else MemoryEventStore()
-    app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH,
-        host=host,
-        transport_security=_security(host),
-        event_store=store,
-        retry_interval=retry_ms if store is not None else None,
-    )
-    if store is not None:
-        app.add_middleware(SessionEvents, store=store)
-    # Added last, so it runs first: before the SDK reads a body or opens a session.
-    app.add_middleware(HttpEdge, body_timeout=body_timeout)
-    return app
-
-
 async def run_stdio(server: Server[Any]) -> None:
-    """Serve ``server`` over this process's stdin and stdout until stdin closes."""
+    """Serve ``server`` over this process's stdin and stdout until stdin closes.
+
+    Raises:
+        ValueError: ``server`` was built without a principal (stdio has no
+            credentials: its caller is the principal it was built for).
+    """
+    if getattr(server, "fixed_principal", ...) is None:
+        raise ValueError("serving over stdio needs a server built with principal=...")
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -121,7 +121,7 @@ class TaskRunner:
         self,
         gate: Gate,
         *,
-        principal: Principal,
+        principal_of: Callable[[Ctx], Principal],
         wire_to_full: Callable[[str], str | None],
         full_to_wire: Callable[[str], str],
         govern: Govern,
@@ -130,7 +130,7 @@ class TaskRunner:
         lease: timedelta = timedelta(seconds=30),
     ) -> None:
         self._gate = gate
-        self._principal = principal
+        self._principal_of = principal_of
         self._full = wire_to_full
         self._wire_name = full_to_wire
         self._govern = govern
@@ -180,7 +180,7 @@ class TaskRunner:
         if (
             record is None
             or record.expires_at <= self._gate.clock.now()
-            or not access.check(self._principal, access.Action.READ_OWN, record)
+            or not access.check(self._principal_of(ctx), access.Action.READ_OWN, record)
         ):
             raise _wire.invalid_params(f"Unknown task: {task_id}")
         return record
@@ -225,7 +225,7 @@ class TaskRunner:
         tasks = await self._store()
         if not at_once:
             return await self._ask_first(ctx, params, tasks)
-        record = await self._create(tasks, params)
+        record = await self._create(ctx, tasks, params)
         self._start(record.id, lambda: self._govern(ctx, params))
         return {"resultType": "task", **self._fields(record)}
 
@@ -257,17 +257,20 @@ class TaskRunner:
             waiter.cancel()
         if job.done() and not asked_to_move.is_set():
             return _wire.call_result(job.result())  # finished (or asked) in the foreground
-        record = await self._create(tasks, params)
+        record = await self._create(ctx, tasks, params)
         self._start(record.id, lambda: job)
         return {"resultType": "task", **self._fields(record)}
 
-    async def _create(self, tasks: TaskRecords, params: types.CallToolRequestParams) -> TaskRecord:
+    async def _create(
+        self, ctx: Ctx, tasks: TaskRecords, params: types.CallToolRequestParams
+    ) -> TaskRecord:
         at = self._gate.clock.now()
+        principal = self._principal_of(ctx)
         record = TaskRecord(
             id=secrets.token_urlsafe(16),
             tool=self._full(params.name) or params.name,
-            user=self._principal.user,
-            tenant=self._principal.tenant,
+            user=principal.user,
+            tenant=principal.tenant,
             owner=self.owner,
             created_at=at,
             updated_at=at,
