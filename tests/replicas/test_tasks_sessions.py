@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from callgate.cli._replicas import LEASE_ENV
 from callgate.mcp.tasks import EXTENSION, OUTCOME_UNKNOWN
-from tests.mcp.serving import LEGACY, audit_of, open_session, rpc
+from tests.mcp.serving import audit_of, open_session, rpc
 from tests.replicas.conftest import Deployment, finals, replicas
 from tests.replicas.toolbox import RELEASE_SUFFIX, runs
 
@@ -180,4 +180,3 @@ async def test_a_2025_session_from_a_is_unknown_on_b_and_says_so(deployment: Dep
         "pay acme:S-1 7",
         "pay acme:S-1 7",
     ]
-    assert LEGACY["accept"] in headers["accept"]
