@@ -7,7 +7,10 @@ one statement that reads and writes the row under its lock, so any number of
 replicas on one PostgreSQL admit exactly as many calls as the rate allows.
 Several buckets (a principal's and a tool's) are taken in one transaction, in
 key order (no deadlock between two calls), and all are rolled back when one
-refuses: a refused call uses up nothing.
+refuses: a refused call uses up nothing. On PostgreSQL the transaction commits
+asynchronously (``synchronous_commit = off``): a count is not worth waiting for
+the disk (measured: 0.4 ms a call instead of 3-4 ms); a server crash may forget
+the last moments of counting, which lets a few calls more through, never fewer.
 """
 
 from __future__ import annotations
@@ -16,8 +19,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from sqlalchemy import BigInteger, ColumnElement, case, delete, func, literal
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import TextClause, delete, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from callgate.clock import Clock
@@ -75,39 +77,51 @@ class SQLRateRecords:
             updated), else the index of a bucket without room and the
             microseconds until it has some (nothing is updated).
         """
-        if now_us - self._rates_purged_us >= PURGE_EVERY_US:
+        purge = now_us - self._rates_purged_us >= PURGE_EVERY_US
+        if purge:
             self._rates_purged_us = now_us
-            async with self._begin(write=True, single=True) as conn:
-                await conn.execute(delete(rate_limits).where(rate_limits.c.tat < now_us))
         order = sorted(range(len(buckets)), key=lambda i: buckets[i].key)
-        async with self._begin(write=True, single=len(buckets) == 1) as conn:
+        async with self._begin(write=True) as conn:
+            if self._dialect == "postgresql":
+                # Not worth a flush of the WAL to disk per call (~4 ms here): a
+                # crash may forget the last moments of counting, never more.
+                await conn.exec_driver_sql(_ASYNC_COMMIT)
+            if purge:
+                await conn.execute(delete(rate_limits).where(rate_limits.c.tat < now_us))
             for index in order:
                 bucket = buckets[index]
-                row = (await conn.execute(self._take(bucket, now_us))).one()
+                row = (await conn.execute(*self._take(bucket, now_us))).one()
                 if not row.admitted:
-                    if len(buckets) > 1:
-                        await conn.rollback()  # the buckets taken before this one
+                    await conn.rollback()  # the buckets taken before this one
                     wait = max(row.tat, now_us) + bucket.interval_us - bucket.period_us
                     return RateTaken(index, max(wait - now_us, 1))
         return RateTaken(None, 0)
 
-    def _take(self, bucket: RateBucket, now_us: int) -> Any:
-        now = literal(now_us, BigInteger)
-        start: ColumnElement[int]
-        if self._dialect == "postgresql":
-            insert: Any = postgresql.insert
-            start = func.greatest(rate_limits.c.tat, now)
-        else:
-            insert = sqlite.insert
-            start = func.max(rate_limits.c.tat, now)
-        after = start + bucket.interval_us
-        fits = after <= now + bucket.period_us
-        return (
-            insert(rate_limits)
-            .values(key=bucket.key, tat=now_us + bucket.interval_us, admitted=True)
-            .on_conflict_do_update(
-                index_elements=[rate_limits.c.key],
-                set_={"tat": case((fits, after), else_=rate_limits.c.tat), "admitted": fits},
-            )
-            .returning(rate_limits.c.tat, rate_limits.c.admitted)
-        )
+    def _take(self, bucket: RateBucket, now_us: int) -> tuple[TextClause, dict[str, Any]]:
+        params = {
+            "key": bucket.key,
+            "now": now_us,
+            "interval": bucket.interval_us,
+            "period": bucket.period_us,
+        }
+        return _TAKE[self._dialect == "postgresql"], params
+
+
+def _take_statement(postgresql: bool) -> TextClause:
+    # Text, not a SQLAlchemy construct: building and compiling one costs more than
+    # the statement itself. Both dialects read the row's old values in SET.
+    now = "CAST(:now AS BIGINT)"
+    start = f"greatest(rate_limits.tat, {now})" if postgresql else "max(rate_limits.tat, :now)"
+    fits = f"{start} + :interval <= {now} + :period"
+    return text(
+        "INSERT INTO rate_limits (key, tat, admitted) "
+        f"VALUES (:key, {now} + :interval, {'true' if postgresql else '1'}) "
+        "ON CONFLICT (key) DO UPDATE SET "
+        f"tat = CASE WHEN {fits} THEN {start} + :interval ELSE rate_limits.tat END, "
+        f"admitted = {fits} "
+        "RETURNING tat, admitted"
+    )
+
+
+_ASYNC_COMMIT = "SET LOCAL synchronous_commit = off"
+_TAKE = {True: _take_statement(True), False: _take_statement(False)}
