@@ -1,5 +1,7 @@
 """Rate limit buckets shared by every replica on one database (``rate_limits``).
 
+UNLOGGED on PostgreSQL (see ``callgate/store/sql_rates.py`` for why).
+
 Revision ID: 0013
 Revises: 0012
 Create Date: 2026-12-04
@@ -26,6 +28,9 @@ def upgrade() -> None:
         sa.Column("admitted", sa.Boolean(), nullable=False),
     )
     op.create_index("ix_rate_limits_tat", "rate_limits", ["tat"])
+    if op.get_bind().dialect.name == "postgresql":
+        # Counts need no WAL: no flush to disk per call; a crash empties the table.
+        op.execute("ALTER TABLE rate_limits SET UNLOGGED")
 
 
 def downgrade() -> None:
