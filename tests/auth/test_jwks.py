@@ -265,3 +265,16 @@ async def test_the_jwks_fetch_is_not_retried_on_every_token_while_the_issuer_fai
     issuer.status = 200
     assert (await verifier.verify(issuer.token("rsa-1"))).user == "alice@acme.example"
     assert issuer.hits == 2
+
+
+async def test_a_jwks_key_without_a_kid_verifies_tokens_whatever_kid_they_name(
+    issuer: Issuer, verifier: TokenVerifier
+) -> None:
+    key = issuer.key("ec-1")
+    jwk = key.jwk()
+    del jwk["kid"]
+    issuer.body = json.dumps({"keys": [jwk]}).encode()
+
+    assert (await verifier.verify(issuer.token("any", key=key))).user == "alice@acme.example"
+    assert await code_of(verifier, issuer.token("any", key=Key.ec("any"))) == "bad_signature"
+    assert issuer.hits == 1

@@ -128,7 +128,11 @@ class JwksKeys:
         raise InvalidToken("unknown_key", "the token is signed with a key the issuer does not list")
 
     def _candidates(self, kid: str | None) -> tuple[VerifyKey, ...]:
-        return self._keys if kid is None else self._by_kid.get(kid, ())
+        if kid is None:
+            return self._keys
+        # A JWK without a kid may verify any token its type fits (RFC 7517 leaves
+        # matching to the application): some issuers publish one key and no kid.
+        return self._by_kid.get(kid) or tuple(key for key in self._keys if key.kid is None)
 
     def _may_fetch(self, now: datetime) -> bool:
         return self._attempted is None or now - self._attempted >= self._min_refresh
