@@ -29,6 +29,7 @@ from callgate.cli._context import (
     startup_summary,
     store_option,
 )
+from callgate.cli._identity import HttpIdentity, http_identity
 from callgate.cli._replicas import SECRET_ENV, server_options, shares_secrets
 from callgate.mcp._names import DEFAULT_SEPARATOR
 
@@ -119,14 +120,16 @@ def serve(
     from callgate.mcp import LOOPBACK_HOSTS, build_server
 
     with cli_errors():
-        if not stdio and host not in LOOPBACK_HOSTS and not insecure_no_auth:
+        cfg = load(ctx, config)
+        exposed = not stdio and host not in LOOPBACK_HOSTS
+        if exposed and cfg.auth is None and not insecure_no_auth:
             raise CliError(
                 f"refusing to serve on {host} without authentication: anyone who can "
                 "reach the port would act as the one local principal, with all of its "
-                "scopes. Serve on loopback (the default), or pass --insecure-no-auth if "
-                "every client of that network is trusted."
+                "scopes. Add an [auth] table to the config (docs/auth.md), serve on "
+                "loopback (the default), or pass --insecure-no-auth if every client of "
+                "that network is trusted."
             )
-        cfg = load(ctx, config)
         serves_demo = config_path(ctx, config) is None
         store_url = cfg.store_url(store_option(ctx, store))
         with demo_state_if(serves_demo, store_url):
@@ -139,11 +142,16 @@ def serve(
                 scopes=scopes,
                 roles=roles,
             )
+            identity = None
+            if cfg.auth is not None and not stdio:
+                # Each request's caller comes from its token; the options above
+                # still make the principal of `callgate call`-like defaults.
+                identity = http_identity(cfg.auth, gate)
             try:
                 server = build_server(
                     gate,
                     **server_options(who),
-                    principal=who,
+                    principal=None if identity is not None else who,
                     tool_separator=tool_separator or cfg.mcp.tool_separator or DEFAULT_SEPARATOR,
                     unprefixed=unprefixed if unprefixed is not None else cfg.mcp.unprefixed,
                     # stdio serves one client for the life of the process: one session.
@@ -153,6 +161,8 @@ def serve(
                 raise CliError(str(exc)) from None
             _one_line_logs()
             for line in startup_summary(gate, who):
+                if identity is not None and line.startswith("principal: "):
+                    line = identity.summary()
                 print(f"callgate: {line}", file=sys.stderr)
             if not stdio and not shares_secrets() and gate.store_url.startswith("postgres"):
                 print(
@@ -165,14 +175,21 @@ def serve(
             if stdio:
                 asyncio.run(_serve_stdio(gate, server))
             else:
-                if host not in LOOPBACK_HOSTS:
+                if exposed and identity is None:
                     typer.echo(
                         f"callgate: warning: serving on {host} without authentication; "
                         f"every caller acts as {who.user}",
                         err=True,
                     )
                 asyncio.run(
-                    _serve_http(gate, server, host=host, port=port, body_timeout=body_timeout)
+                    _serve_http(
+                        gate,
+                        server,
+                        host=host,
+                        port=port,
+                        body_timeout=body_timeout,
+                        identity=identity,
+                    )
                 )
 
 
@@ -299,11 +316,29 @@ def serving(app: Any) -> uvicorn.Server:
 
 
 async def _serve_http(
-    gate: Gate, mcp_server: Server[Any], *, host: str, port: int, body_timeout: float
+    gate: Gate,
+    mcp_server: Server[Any],
+    *,
+    host: str,
+    port: int,
+    body_timeout: float,
+    identity: HttpIdentity | None = None,
 ) -> None:
     from callgate.mcp import MCP_PATH, streamable_http_app
 
-    app = streamable_http_app(mcp_server, host=host, body_timeout=body_timeout)
+    app: Any
+    if identity is None:
+        app = streamable_http_app(mcp_server, host=host, body_timeout=body_timeout)
+    else:
+        app = streamable_http_app(
+            mcp_server,
+            host=host,
+            body_timeout=body_timeout,
+            authenticate=identity.authenticate,
+            challenge=identity.challenge,
+            routes=identity.routes,
+        )
+        app = identity.with_approvals(gate, app)
     try:
         # Bound here, not by uvicorn, so the URL (with the real port for --port 0)
         # is printed once connections are accepted into the backlog.
@@ -322,3 +357,5 @@ async def _serve_http(
                 await server.serve(sockets=[sock])
             finally:
                 await _stop_tasks(mcp_server)
+                if identity is not None:
+                    await identity.verifier.aclose()
