@@ -40,6 +40,7 @@ EXPECTED_BLOCKS = {
     ("Serve your own tools", "bash"): 1,
     ("Serve your own tools", "console"): 1,
     ("Put other MCP servers behind it", "bash"): 1,
+    ("Share it with a team: tokens, a second approver, replicas", "toml"): 1,
     ("Use it from an MCP host", "console"): 1,
     ("Use it from an MCP host", "json"): 1,
     ("Run an agent", "console"): 1,
@@ -175,6 +176,18 @@ def test_the_approval_story_runs(tmp_path: Path, user_env: dict[str, str]) -> No
     assert "approved by bob@acme.example: Q4 push agreed" in applied
     assert '"state": "applied"' in status
     assert "bob@acme.example (acme)" in audit
+
+
+# Share it with a team -------------------------------------------------------------
+def test_the_auth_table_is_a_valid_config() -> None:
+    from callgate.auth import parse_auth
+
+    text = block("Share it with a team: tokens, a second approver, replicas", "toml").text
+    settings = parse_auth(tomllib.loads(text)["auth"], "README")
+    assert settings.audience == "https://gateway.acme.example/mcp"
+    assert settings.jwks_url is not None
+    for linked in ("docs/auth.md", "docs/deploy.md", "examples/deploy"):
+        assert (ROOT / linked).exists()
 
 
 # Put other MCP servers behind it --------------------------------------------------------
