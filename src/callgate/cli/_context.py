@@ -1,7 +1,8 @@
 """What a command works with: its config, its store, the demo's data, and who it acts for.
 
 One rule for every command that makes calls (``call``, ``serve``, ``run``): the
-calls are made for one local principal (there is no authentication yet), from
+calls are made for one local principal (``serve`` with ``[auth]`` takes each
+request's caller from its token instead), from
 the command's options, else the config file's ``[principal]``, else user
 ``local``, no tenant (``acme`` with the demo tools: the demo config's
 ``[principal]`` names it), every scope the served tools, resources and prompts
