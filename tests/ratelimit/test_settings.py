@@ -7,9 +7,12 @@ from typing import Any
 import pytest
 
 from callgate import Gate
+from callgate.clock import ManualClock
 from callgate.errors import InvalidArgument
 from callgate.ratelimit import Rate, RateLimits, parse_rate_limits
 from callgate.store import MemoryStore
+
+from .conftest import ALICE, ops
 
 
 def test_a_complete_table_is_read() -> None:
@@ -107,3 +110,18 @@ def test_a_bad_redis_url_is_refused_without_its_password(url: str) -> None:
 def test_the_redis_url_is_not_in_the_settings_repr() -> None:
     limits = RateLimits(backend="redis", redis_url="redis://user:hunter2hunter2@cache:6379/0")
     assert "hunter2" not in repr(limits)
+
+
+@pytest.mark.anyio
+async def test_a_burst_of_exactly_the_count_fits_whatever_the_rounding() -> None:
+    box, ran = ops()
+    clock = ManualClock()
+    limits = parse_rate_limits({"per_principal": "3000/second", "backend": "memory"}, "t.toml")
+    async with Gate([box], store=MemoryStore(clock=clock), clock=clock, rate_limits=limits) as g:
+        answers = [
+            await g.call("ops.deploy_status", {"deploy_id": "D-1"}, principal=ALICE)
+            for _ in range(3003)
+        ]
+    # 1 s / 3000 is 333.3 µs: whole intervals must not let 3003 calls fit.
+    assert [a.error is None for a in answers] == [True] * 3000 + [False] * 3
+    assert ran["deploy_status"] == 3000

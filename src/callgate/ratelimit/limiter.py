@@ -110,14 +110,7 @@ class RateLimiter:
             return None
         who = hashlib.sha256(f"{principal.tenant}\x1f{principal.user}".encode()).hexdigest()[:32]
         base = f"{self.settings.key_prefix}{{{who}}}:"
-        buckets = [
-            RateBucket(
-                key=base + ("principal" if rule is None else f"tool:{rule}"),
-                interval_us=max(int(rate.period * _EPOCH_US) // rate.count, 1),
-                period_us=int(rate.period * _EPOCH_US),
-            )
-            for rate, rule in rates
-        ]
+        buckets = [_bucket(base, rate, rule) for rate, rule in rates]
         now_us = int(self._clock.now().timestamp() * _EPOCH_US)
         try:
             taken = await self._backend.take(buckets, now_us=now_us)
@@ -150,6 +143,16 @@ class RateLimiter:
         if self.settings.redis_url is not None:
             where += f" {redact_url(self.settings.redis_url)}"
         return f"RateLimiter({where})"
+
+
+def _bucket(base: str, rate: Rate, rule: str | None) -> RateBucket:
+    interval = max(int(rate.period * _EPOCH_US) // rate.count, 1)
+    # The period as a whole number of intervals: exactly ``count`` calls fit at once.
+    return RateBucket(
+        key=base + ("principal" if rule is None else f"tool:{rule}"),
+        interval_us=interval,
+        period_us=interval * rate.count,
+    )
 
 
 def _redis_url(settings: RateLimits) -> str:
