@@ -48,16 +48,11 @@ from, first match wins: the ``--store`` option, ``$CALLGATE_STORE``, the file's
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import importlib
-import importlib.util
 import os
-import sys
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Literal
 
 import pydantic
@@ -65,11 +60,13 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from callgate._refs import RefError, resolve_ref, toolboxes_from
 from callgate.auth.settings import AuthConfigError, AuthSettings, parse_auth
 from callgate.contract import Principal, Toolbox
-from callgate.errors import UserError
+from callgate.errors import InvalidArgument, UserError
 from callgate.gateway import upstream_toolboxes
 from callgate.gateway.settings import UpstreamConfigError, UpstreamSettings, parse_upstreams
+from callgate.ratelimit import RateLimits, parse_rate_limits
 from callgate.runtime.gate import STORE_ENV, Gate, default_store_url, store_from_url
 from callgate.runtime.limits import Limits
 from callgate.runtime.policy import Policy, PolicyError, Rule
@@ -220,6 +217,7 @@ class GateConfig:
         mcp: how the MCP server names the tools.
         upstreams: MCP servers whose tools the gate serves (``[[upstreams]]``, :mod:`callgate.gateway`).
         auth: the access tokens ``callgate serve`` accepts (``[auth]``); None: none.
+        rate_limits: per-principal and per-tool rate limits (``[limits.rate]``).
     """
 
     source: Path | None = None
@@ -233,6 +231,7 @@ class GateConfig:
     mcp: McpConfig = field(default_factory=McpConfig)
     upstreams: tuple[UpstreamSettings, ...] = ()
     auth: AuthSettings | None = None
+    rate_limits: RateLimits = field(default_factory=RateLimits)
 
     @property
     def label(self) -> str:
@@ -264,7 +263,10 @@ class GateConfig:
         boxes: list[Toolbox] = []
         for index, ref in enumerate(self.toolboxes):
             where = f"{self.label}: toolboxes[{index}] ({ref!r})"
-            boxes.extend(_toolboxes_from(_resolve_ref(ref, self.base_dir, where), where))
+            try:
+                boxes.extend(toolboxes_from(resolve_ref(ref, self.base_dir, where), where))
+            except RefError as exc:
+                raise ConfigError(str(exc)) from None
         return boxes
 
     def build_gate(self, store_override: str | None = None) -> Gate:
@@ -302,6 +304,7 @@ class GateConfig:
                 limits=self.limits,
                 context=self.context,
                 secrets=secrets,
+                rate_limits=self.rate_limits,
             )
         except ValueError as exc:
             raise ConfigError(f"{self.label}: toolboxes: {exc}") from None
@@ -332,7 +335,8 @@ def load_config(path: str | os.PathLike[str]) -> GateConfig:
         store=_resolve_store(parsed.store, source),
         toolboxes=tuple(parsed.toolboxes),
         policy=_build_policy(parsed.policy, str(source)),
-        limits=_build_limits(parsed.limits, str(source)),
+        limits=_build_limits({k: v for k, v in parsed.limits.items() if k != "rate"}, str(source)),
+        rate_limits=_build_rate_limits(parsed.limits.get("rate", {}), str(source)),
         context=dict(parsed.context),
         secrets={key: secret.env for key, secret in parsed.secrets.items()},
         principal=_build_principal(parsed.principal, str(source)),
@@ -350,7 +354,10 @@ def default_config() -> GateConfig:
     Raises:
         ConfigError: the demo package cannot be imported.
     """
-    policy = _resolve_ref(DEMO_POLICY, Path.cwd(), f"{_BUILTIN_LABEL}: policy")
+    try:
+        policy = resolve_ref(DEMO_POLICY, Path.cwd(), f"{_BUILTIN_LABEL}: policy")
+    except RefError as exc:
+        raise ConfigError(str(exc)) from None
     if callable(policy) and not isinstance(policy, Policy):
         policy = policy()
     if not isinstance(policy, Policy):
@@ -474,6 +481,13 @@ def _build_auth(raw: Mapping[str, Any] | None, label: str, base_dir: Path) -> Au
         raise ConfigError(str(exc)) from None
 
 
+def _build_rate_limits(raw: Any, label: str) -> RateLimits:
+    try:
+        return parse_rate_limits(raw, label)
+    except InvalidArgument as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def _build_limits(raw: Mapping[str, Any], label: str) -> Limits:
     unknown = sorted(set(raw) - set(_LIMIT_FIELDS))
     if unknown:
@@ -527,73 +541,3 @@ def _resolve_store(url: str | None, source: Path) -> str | None:
     if Path(database).expanduser().is_absolute():
         return url
     return parsed.set(database=str(source.parent / database)).render_as_string(hide_password=False)
-
-
-# Toolbox references ------------------------------------------------------------
-def _is_path(target: str) -> bool:
-    return target.endswith(".py") or "/" in target or os.sep in target
-
-
-def _resolve_ref(ref: str, base_dir: Path, where: str) -> Any:
-    target, sep, attr = ref.rpartition(":")
-    if not sep or not target or not attr:
-        raise ConfigError(f"{where}: expected 'module:attr' or 'path/to/file.py:attr'")
-    module = (
-        _import_file(base_dir / Path(target).expanduser(), where)
-        if _is_path(target)
-        else _import_module(target, base_dir, where)
-    )
-    value: Any = module
-    for part in attr.split("."):
-        try:
-            value = getattr(value, part)
-        except AttributeError:
-            raise ConfigError(f"{where}: {target!r} has no attribute {attr!r}") from None
-    return value
-
-
-def _import_module(name: str, base_dir: Path, where: str) -> ModuleType:
-    # Like `python script.py`, modules next to the config file are importable.
-    if str(base_dir) not in sys.path:
-        sys.path.insert(0, str(base_dir))
-    try:
-        return importlib.import_module(name)
-    except Exception as exc:  # whatever the module raises while importing
-        raise ConfigError(f"{where}: cannot import {name!r}: {type(exc).__name__}: {exc}") from None
-
-
-def _import_file(path: Path, where: str) -> ModuleType:
-    path = path.resolve()
-    if not path.is_file():
-        raise ConfigError(f"{where}: no such file: {path}")
-    name = "_callgate_config_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
-    loaded = sys.modules.get(name)
-    if loaded is not None:
-        return loaded
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"{where}: cannot load {path} as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses and pydantic look their module up here
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # whatever the file raises while running
-        del sys.modules[name]
-        raise ConfigError(f"{where}: running {path} failed: {type(exc).__name__}: {exc}") from None
-    return module
-
-
-def _toolboxes_from(value: Any, where: str) -> list[Toolbox]:
-    if callable(value) and not isinstance(value, Toolbox):
-        try:
-            value = value()
-        except Exception as exc:  # whatever the factory raises
-            raise ConfigError(f"{where}: calling it failed: {type(exc).__name__}: {exc}") from None
-    if isinstance(value, Toolbox):
-        return [value]
-    if isinstance(value, (list, tuple)) and all(isinstance(v, Toolbox) for v in value):
-        return list(value)
-    raise ConfigError(
-        f"{where}: is a {type(value).__name__}, not a Toolbox, a list of Toolboxes "
-        "or a callable returning one"
-    )
