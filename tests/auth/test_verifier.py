@@ -20,7 +20,11 @@ from .issuer import AUDIENCE, ISSUER, Issuer, Key, b64url, forged, public_pem
 
 pytestmark = pytest.mark.anyio
 
-NOW = int(time.time())
+
+def now() -> int:
+    """The time now, read when a token is made (a module-level constant would age
+    while the suite runs, and a token within the leeway would fall out of it)."""
+    return int(time.time())
 
 
 async def refusal(verifier: TokenVerifier, token: str) -> InvalidToken:
@@ -132,14 +136,14 @@ async def test_a_configured_pem_public_key_verifies_without_any_jwks(issuer: Iss
 
 # Time ------------------------------------------------------------------------------
 async def test_an_expired_token_is_refused(issuer: Issuer, verifier: TokenVerifier) -> None:
-    error = await refusal(verifier, issuer.token(iat=NOW - 3600, exp=NOW - 600))
+    error = await refusal(verifier, issuer.token(iat=now() - 3600, exp=now() - 600))
     assert (error.code, error.description) == ("expired", "the token has expired")
 
 
 async def test_a_token_that_expired_within_the_leeway_is_accepted(
     issuer: Issuer, make_verifier: MakeVerifier
 ) -> None:
-    token = issuer.token(iat=NOW - 3600, exp=NOW - 30)
+    token = issuer.token(iat=now() - 3600, exp=now() - 30)
     assert (await make_verifier(leeway=60).verify(token)).user == "alice@acme.example"
     assert (await refusal(make_verifier(leeway=0), token)).code == "expired"
 
@@ -152,19 +156,19 @@ async def test_a_token_without_exp_is_refused(issuer: Issuer, verifier: TokenVer
 async def test_a_token_not_valid_yet_is_refused_and_one_within_the_leeway_accepted(
     issuer: Issuer, verifier: TokenVerifier
 ) -> None:
-    error = await refusal(verifier, issuer.token(nbf=NOW + 600))
+    error = await refusal(verifier, issuer.token(nbf=now() + 600))
     assert error.code == "not_yet_valid"
     assert "nbf" in error.description
-    assert (await verifier.verify(issuer.token(nbf=NOW + 30))).user == "alice@acme.example"
+    assert (await verifier.verify(issuer.token(nbf=now() + 30))).user == "alice@acme.example"
 
 
 async def test_a_token_issued_in_the_future_beyond_the_leeway_is_refused(
     issuer: Issuer, verifier: TokenVerifier
 ) -> None:
-    error = await refusal(verifier, issuer.token(iat=NOW + 600, exp=NOW + 900))
+    error = await refusal(verifier, issuer.token(iat=now() + 600, exp=now() + 900))
     assert error.code == "not_yet_valid"
     assert "iat" in error.description
-    assert (await verifier.verify(issuer.token(iat=NOW + 30))).user == "alice@acme.example"
+    assert (await verifier.verify(issuer.token(iat=now() + 30))).user == "alice@acme.example"
 
 
 # Issuer and audience -----------------------------------------------------------------
@@ -322,7 +326,7 @@ async def test_a_description_never_quotes_a_secret_looking_claim(
         {"iss": secret},
         {"sub": secret + "\u200b"},
         {"tenant": [secret]},
-        {"exp": NOW - 600, "jti": secret},
+        {"exp": now() - 600, "jti": secret},
     ):
         error = await refusal(verifier, issuer.token(**claims))
         assert secret not in error.description
