@@ -27,6 +27,7 @@ from callgate.gateway import upstream_toolboxes
 from callgate.mcp import build_server, streamable_http_app
 from callgate.store import MemoryStore
 from tests.gateway.sinks import Answering
+from tests.mcp.identity import connect, serve
 
 pytestmark = pytest.mark.anyio
 
@@ -225,3 +226,23 @@ async def test_a_failing_upstream_is_broken_off_and_probed_back(tmp_path: Path) 
                         break
                     await anyio.sleep(0.25)
             assert connection.stats.connects >= 2
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_callers_token_never_reaches_an_upstream(tmp_path: Path, mode: str) -> None:
+    # The gateway authenticates its callers by token; its upstream gets the
+    # gateway's own credential only, and the audit names the caller.
+    caller_token = "t-alice"
+    async with serve_upstream() as upstream:
+        table = (
+            f'url = "{upstream.url}"\ntrust = "trusted"\n'
+            'auth = { type = "bearer", env = "GW_TOKEN" }'
+        )
+        async with gateway(tmp_path, table) as gate:
+            async with serve(gate) as url, connect(url, mode, token=caller_token) as client:
+                result = await client.call_tool("remote__up__echo", {"text": "hi"})
+            records = [r for r in await gate.audit() if r.tool == "remote.up__echo"]
+
+    assert not result.is_error, result.content
+    assert upstream.seen_auth and set(upstream.seen_auth) == {f"Bearer {TOKEN}"}
+    assert {r.user for r in records} == {"alice"}
