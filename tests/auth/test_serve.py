@@ -104,6 +104,7 @@ async def test_without_a_token_the_endpoint_says_where_to_get_one(
             headers={"authorization": f"Bearer {issuer.token(aud='https://other.example/mcp')}"},
         )
         base = url.removesuffix("/mcp")
+        health = await http.get(base + "/healthz")
         documents = [
             (await http.get(base + path)).json()
             for path in (
@@ -120,6 +121,7 @@ async def test_without_a_token_the_endpoint_says_where_to_get_one(
     assert forged.status_code == 401
     challenge = forged.headers["www-authenticate"]
     assert 'error="invalid_token"' in challenge and "not for this resource" in challenge
+    assert health.status_code == 200 and health.json()["status"] == "ok"  # no token needed
     for document in documents:
         assert document["resource"] == AUDIENCE
         assert document["authorization_servers"] == [ISSUER]

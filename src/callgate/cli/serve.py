@@ -29,6 +29,7 @@ from callgate.cli._context import (
     startup_summary,
     store_option,
 )
+from callgate.cli._health import health_route
 from callgate.cli._identity import HttpIdentity, http_identity
 from callgate.cli._replicas import SECRET_ENV, server_options, shares_secrets
 from callgate.mcp._names import DEFAULT_SEPARATOR
@@ -327,8 +328,9 @@ async def _serve_http(
     from callgate.mcp import MCP_PATH, streamable_http_app
 
     app: Any
+    health = health_route(gate)
     if identity is None:
-        app = streamable_http_app(mcp_server, host=host, body_timeout=body_timeout)
+        app = streamable_http_app(mcp_server, host=host, body_timeout=body_timeout, routes=[health])
     else:
         app = streamable_http_app(
             mcp_server,
@@ -336,7 +338,7 @@ async def _serve_http(
             body_timeout=body_timeout,
             authenticate=identity.authenticate,
             challenge=identity.challenge,
-            routes=identity.routes,
+            routes=[*identity.routes, health],
         )
         app = identity.with_approvals(gate, app)
     try:

@@ -69,6 +69,11 @@ def _boxes(gate: Gate) -> list[UpstreamToolbox]:
     return [box for box in gate.upstreams() if isinstance(box, UpstreamToolbox)]
 
 
+def upstream_states(gate: Gate) -> dict[str, str]:
+    """Each upstream's state now (ready, starting, down), by name."""
+    return {box.name: box.connection.state.value for box in _boxes(gate)}
+
+
 def upstream_report(gate: Gate, box: UpstreamToolbox) -> dict[str, Any]:
     """What is known of one upstream now (no secret: the URL without credentials)."""
     connection = box.connection

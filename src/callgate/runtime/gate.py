@@ -464,6 +464,11 @@ class Gate:
         await self.open()
         return await self.store.count_outcomes(tool_prefix, since=since)
 
+    async def ping(self) -> None:
+        """Reach the store once (a health check); raises what it raises."""
+        await self.open()
+        await self.store.ping()
+
     async def audit(
         self, *, tail: int | None = None, call_id: str | None = None
     ) -> list[AuditRecord]:

@@ -324,6 +324,10 @@ class Store(Protocol):
     async def close(self) -> None:
         """Release connections. The store may be opened again."""
 
+    async def ping(self) -> None:
+        """One trivial round trip to the database (a health check); raises what
+        the database raises when it does not answer."""
+
     # audit -----------------------------------------------------------------
     async def append_audit(self, records: Sequence[AuditRecord]) -> None:
         """Append records in one transaction; durable when this returns.

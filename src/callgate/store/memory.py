@@ -88,6 +88,9 @@ class MemoryStore:
         """Nothing to release; the data stays for a later :meth:`open`."""
         await checkpoint()
 
+    async def ping(self) -> None:
+        await checkpoint()
+
     # audit -----------------------------------------------------------------
     async def append_audit(self, records: Sequence[AuditRecord]) -> None:
         await checkpoint()

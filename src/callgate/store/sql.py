@@ -213,6 +213,10 @@ class SQLStore(HumanLoopRecords, HandleRecords, RunRecords, SQLRateRecords):
                     on_rewound=self._audit_writer.rewound,
                 )
 
+    async def ping(self) -> None:
+        async with self._begin(write=False, single=True) as conn:
+            await conn.execute(select(1))
+
     async def close(self) -> None:
         """Release all connections. An in-memory database is gone afterwards."""
         async with self._open_lock:
