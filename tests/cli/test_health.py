@@ -36,9 +36,9 @@ async def probe(gate: Gate) -> httpx.Response:
 
 
 async def test_served_without_credentials_and_ok(tmp_path: Path) -> None:
-    async with serve_http("--store", f"sqlite:///{tmp_path / 'h.db'}") as (url, _):
-        async with httpx.AsyncClient() as http:
-            answer = await http.get(url.removesuffix("/mcp") + "/healthz")
+    store = f"sqlite:///{tmp_path / 'h.db'}"
+    async with serve_http("--store", store) as (url, _), httpx.AsyncClient() as http:
+        answer = await http.get(url.removesuffix("/mcp") + "/healthz")
 
     assert answer.status_code == 200
     assert answer.json() == {"status": "ok", "store": "ok", "upstreams": {}}
