@@ -143,8 +143,9 @@ async def test_each_caller_is_who_their_token_says(tmp_path: Path, issuer: Issue
     assert runs(tmp_path / "ledger") == []
 
 
+@pytest.mark.parametrize("mode", ["legacy", MODE])
 async def test_a_second_person_approves_through_the_api_and_the_call_runs_once(
-    tmp_path: Path, issuer: Issuer
+    tmp_path: Path, issuer: Issuer, mode: str
 ) -> None:
     pay = {"account": "A-9", "amount": 5000}
     alice = issuer.token(scope="rep:read rep:write")
@@ -152,7 +153,7 @@ async def test_a_second_person_approves_through_the_api_and_the_call_runs_once(
     outsider = issuer.token(sub="eve@globex.example", tenant="globex", roles=["approver"])
     async with (
         serve(tmp_path, issuer) as (url, _),
-        connect(url, MODE, token=alice) as client,
+        connect(url, mode, token=alice) as client,
         httpx.AsyncClient(base_url=url.removesuffix("/mcp")) as http,
     ):
         parked = await client.call_tool("rep__pay", pay)
@@ -170,6 +171,7 @@ async def test_a_second_person_approves_through_the_api_and_the_call_runs_once(
         own = await decide(alice)
         other_tenant = await decide(outsider)
         approved = await decide(bob)
+        status = await client.call_tool("callgate__approval_status", {"approval_id": approval})
         ran = await client.call_tool("rep__pay", pay)
 
     assert shown.status_code == 200
@@ -180,6 +182,8 @@ async def test_a_second_person_approves_through_the_api_and_the_call_runs_once(
     assert own.status_code == 409 and own.json()["error"]["code"] == "self_approval"
     assert other_tenant.status_code == 404
     assert approved.status_code == 200, approved.text
+    assert isinstance(status.content[0], types.TextContent)
+    assert "approved" in status.content[0].text
     assert not ran.is_error, ran.content
     assert isinstance(ran.content[0], types.TextContent)
     assert [line.split(" pid=")[0] for line in runs(tmp_path / "ledger")] == ["pay acme:A-9 5000"]
