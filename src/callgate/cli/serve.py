@@ -108,11 +108,13 @@ def serve(
 ) -> None:
     """Serve the tools over MCP: Streamable HTTP at http://HOST:PORT/mcp, or --stdio.
 
-    Every call goes through the governed chain and is audited. Without
-    authentication every call is made for one local principal (--principal,
+    Every call goes through the governed chain and is audited. With an auth
+    table in the config, each HTTP request's caller comes from its bearer token
+    (docs/auth.md), and the approvals API is served beside /mcp. Without one, every call is made for one local principal (--principal,
     --tenant, --scopes, --roles, or the config file's principal), so HTTP on a
     host other than loopback is refused unless --insecure-no-auth says otherwise.
-    Requests whose Host or Origin header names another host are refused. At
+    GET /healthz answers a load balancer (no credentials). Requests whose Host
+    or Origin header names another host are refused. At
     startup it prints on stderr the store, the principal and the toolboxes it
     serves.
 
