@@ -21,6 +21,7 @@ from mcp import MCPError
 
 from tests.auth.issuer import AUDIENCE, ISSUER, Issuer, public_pem
 from tests.mcp.identity import connect
+from tests.mcp.serving import started
 from tests.replicas.toolbox import LEDGER_ENV, runs
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -69,17 +70,7 @@ async def serve(tmp_path: Path, issuer: Issuer, *args: str) -> AsyncIterator[tup
     env = {**os.environ, LEDGER_ENV: str(tmp_path / "ledger")}
     process = await anyio.open_process(argv, env=env)
     try:
-        assert process.stderr is not None
-        seen = b""
-        with anyio.fail_after(60):
-            async for chunk in process.stderr:
-                seen += chunk
-                if b"serving MCP at " in seen and seen.endswith(b"\n"):
-                    break
-        text = seen.decode(errors="replace")
-        lines = [x for x in text.splitlines() if "serving MCP at " in x]
-        assert lines, f"callgate serve stopped before serving:\n{text}"
-        yield lines[0].split("serving MCP at ", 1)[1].strip(), text
+        yield await started(process, timeout=60)
     finally:
         if process.returncode is None:
             process.terminate()

@@ -23,23 +23,30 @@ from callgate.store import AuditRecord
 SERVE = [sys.executable, "-m", "callgate", "serve"]
 
 
+async def started(process: Process, timeout: float = 30) -> tuple[str, str]:
+    """Wait for a ``callgate serve`` process to serve: (its MCP URL, what it printed
+    on stderr until then). Fails with that output if it stops first."""
+    assert process.stderr is not None
+    seen = b""
+    with anyio.fail_after(timeout):
+        async for chunk in process.stderr:
+            seen += chunk
+            if b"serving MCP at " in seen and seen.endswith(b"\n"):
+                break
+    text = seen.decode(errors="replace")
+    lines = [x for x in text.splitlines() if "serving MCP at " in x]
+    # A StopIteration here would surface as a baffling "generator raised StopIteration".
+    assert lines, f"callgate serve stopped before serving:\n{text}"
+    return lines[0].split("serving MCP at ", 1)[1].strip(), text
+
+
 @asynccontextmanager
 async def serve_http(*args: str) -> AsyncIterator[tuple[str, Process]]:
     """``callgate serve ARGS`` on a free loopback port; yields its URL, stops it on exit."""
     process = await anyio.open_process([*SERVE, "--port", "0", *args])
     try:
-        assert process.stderr is not None
-        seen = b""
-        with anyio.fail_after(30):
-            async for chunk in process.stderr:
-                seen += chunk
-                if b"serving MCP at " in seen and seen.endswith(b"\n"):
-                    break
-        lines = [x for x in seen.decode(errors="replace").splitlines() if "serving MCP at " in x]
-        # A StopIteration here would surface as a baffling "generator raised StopIteration".
-        assert lines, f"callgate serve {' '.join(args)} stopped before serving:\n{seen.decode()}"
-        line = lines[0]
-        yield line.split("serving MCP at ", 1)[1].strip(), process
+        url, _ = await started(process)
+        yield url, process
     finally:
         if process.returncode is None:
             process.send_signal(signal.SIGTERM)

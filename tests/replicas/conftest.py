@@ -25,6 +25,7 @@ from sqlalchemy.engine import make_url
 
 from callgate.cli._replicas import SECRET_ENV
 from callgate.store import AuditRecord
+from tests.mcp.serving import started
 from tests.pg import POSTGRES_URL
 from tests.replicas.toolbox import LEDGER_ENV
 
@@ -148,31 +149,21 @@ async def replicas(
         *args,
     ]
     async with AsyncExitStack() as stack, anyio.create_task_group() as tg:
-        started: list[Replica] = []
+        running: list[Replica] = []
 
         async def start() -> None:
             process = await anyio.open_process(argv, env={**deployment.env, **(env or {})})
             stack.push_async_callback(_stop, process)
-            assert process.stderr is not None
-            seen = b""
-            with anyio.fail_after(60):
-                async for chunk in process.stderr:
-                    seen += chunk
-                    if b"serving MCP at " in seen and seen.endswith(b"\n"):
-                        break
-            lines = [
-                x for x in seen.decode(errors="replace").splitlines() if "serving MCP at " in x
-            ]
-            assert lines, f"callgate serve stopped before serving:\n{seen.decode()}"
-            replica = Replica(lines[0].split("serving MCP at ", 1)[1].strip(), process, [seen])
+            url, seen = await started(process, timeout=60)
+            replica = Replica(url, process, [seen.encode()])
             tg.start_soon(_drain, process, replica.stderr)
-            started.append(replica)
+            running.append(replica)
 
         async with anyio.create_task_group() as starting:
             for _ in range(count):
                 starting.start_soon(start)
         try:
-            yield started
+            yield running
         finally:
             tg.cancel_scope.cancel()
 
