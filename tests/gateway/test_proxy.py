@@ -16,11 +16,11 @@ import pytest
 from mcp import Client, MCPError
 
 from callgate import Gate, Principal
-from callgate.config import load_config
+from callgate.config import load_config, local_principal
 from callgate.errors import ErrorKind
 from callgate.gateway import upstream_toolboxes
 from callgate.mcp import build_server
-from callgate.store import SQLStore, Store
+from callgate.store import MemoryStore, SQLStore, Store
 from tests.gateway.sinks import Answering, Recording
 from tests.pg import POSTGRES_URL, drop_schema
 
@@ -412,3 +412,21 @@ async def test_a_failure_after_the_request_went_out_is_unknown_for_a_write(
         for env in (write, read):
             assert "boom" not in env.error.message_for_model  # type: ignore[union-attr]
             assert "structured content" not in env.error.message_for_model  # type: ignore[union-attr]
+
+
+async def test_the_local_principal_holds_the_scopes_configured_for_upstream_tools(
+    tmp_path: Path,
+) -> None:
+    # callgate call and serve build the local principal at start-up, before the
+    # upstream has listed a tool: the configured scopes must count already.
+    path = tmp_path / "gw.toml"
+    extra = 'scopes = ["stub:use"]\n[upstreams.tools.echo]\nscopes = ["stub:use", "stub:echo"]\n'
+    path.write_text(upstream(tmp_path, extra))
+    cfg = load_config(path)
+    gate = Gate(upstream_toolboxes(cfg.upstreams, cfg.label), store=MemoryStore())
+    who = local_principal(gate)
+    async with gate:
+        env = await gate.call("stub.echo", {"text": "hello"}, principal=who)
+
+    assert {"stub:use", "stub:echo"} <= who.scopes
+    assert env.status == "ok", env

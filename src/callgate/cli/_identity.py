@@ -104,10 +104,10 @@ def http_identity(settings: AuthSettings, gate: Gate) -> HttpIdentity:
                 raise IssuerUnavailable(exc.description) from None
             raise
 
-    document = protected_resource_metadata(settings, scopes=gate.required_scopes())
-
     async def metadata(_request: Request) -> JSONResponse:
-        # Public, and read by clients in browsers too.
+        # Made per request: upstreams' tools (and their scopes) arrive after start-up
+        # and change with their listings. Public, read by clients in browsers too.
+        document = protected_resource_metadata(settings, scopes=gate.required_scopes())
         return JSONResponse(document, headers={"access-control-allow-origin": "*"})
 
     paths = dict.fromkeys((metadata_path(settings), WELL_KNOWN))

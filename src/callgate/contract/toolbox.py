@@ -345,6 +345,15 @@ class Toolbox:
         """The prompts in name order."""
         return [self._prompts[name] for name in sorted(self._prompts)]
 
+    def required_scopes(self) -> frozenset[str]:
+        """Every scope a tool, resource or prompt of this toolbox requires (a
+        toolbox whose tools come later, an upstream's, includes what they will)."""
+        scopes: set[str] = set()
+        scopes.update(scope for spec in self._specs.values() for scope in spec.scopes)
+        scopes.update(scope for resource in self.resources for scope in resource.scopes)
+        scopes.update(scope for prompt in self.prompts for scope in prompt.scopes)
+        return frozenset(scopes)
+
     def remove(self, name: str) -> None:
         """Remove a tool by full or local name.
 

@@ -358,6 +358,14 @@ class UpstreamToolbox(Toolbox):
     async def aclose(self) -> None:
         await self.connection.aclose()
 
+    def required_scopes(self) -> frozenset[str]:
+        # The configured scopes count before the upstream has listed anything: a
+        # local principal is built at start-up, before the first listing.
+        configured = set(self.settings.scopes)
+        for rule in self.settings.tools.values():
+            configured.update(rule.scopes or ())
+        return super().required_scopes() | configured
+
     def _listed(self, listing: Listing) -> None:
         settings = self.settings
         served = [tool for tool in listing.tools if settings.exposes(tool.name)]

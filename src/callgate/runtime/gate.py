@@ -435,12 +435,7 @@ class Gate:
     def required_scopes(self) -> frozenset[str]:
         """Every scope a tool, resource or prompt of the gate requires: what a local
         principal that may use everything holds."""
-        scopes: set[str] = set()
-        for box in self.registry.toolboxes:
-            scopes.update(scope for spec in box.by_name.values() for scope in spec.scopes)
-            scopes.update(scope for resource in box.resources for scope in resource.scopes)
-            scopes.update(scope for prompt in box.prompts for scope in prompt.scopes)
-        return frozenset(scopes)
+        return frozenset().union(*(box.required_scopes() for box in self.registry.toolboxes))
 
     @property
     def store_url(self) -> str:
