@@ -22,11 +22,11 @@ from mcp import MCPError
 from tests.auth.issuer import AUDIENCE, ISSUER, Issuer, public_pem
 from tests.mcp.identity import connect
 from tests.mcp.serving import started
+from tests.replicas.conftest import CONFIG as REPLICAS_CONFIG
 from tests.replicas.toolbox import LEDGER_ENV, runs
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-TOOLBOX_PATH = Path(__file__).parents[1] / "replicas" / "toolbox.py"
 METADATA = "https://gateway.acme.example/.well-known/oauth-protected-resource/mcp"
 MODE = "2026-07-28"
 
@@ -35,29 +35,16 @@ def config(tmp_path: Path, issuer: Issuer) -> Path:
     key = tmp_path / "issuer.pem"
     key.write_text(public_pem(issuer.key("rsa-1").private))
     path = tmp_path / "callgate.toml"
-    path.write_text(
-        f"""\
-toolboxes = ["{TOOLBOX_PATH}:toolboxes"]
-
+    # The replica tests' toolbox and policy (a payment over 1000 needs a second
+    # person), and the issuer's key.
+    auth = f"""
 [auth]
 issuer = "{ISSUER}"
 audience = "{AUDIENCE}"
 public_key_file = "issuer.pem"
 algorithms = ["RS256"]
-
-[policy]
-default = "allow"
-approvers = {{ roles = ["approver"] }}
-
-[[policy.rules]]
-name = "large-payments-need-a-second-person"
-effect = "require_approval"
-tools = ["rep.pay"]
-when = "args.amount > 1000"
-reason = "payments over 1000 need a second person"
-""",
-        encoding="utf-8",
-    )
+"""
+    path.write_text(REPLICAS_CONFIG + auth, encoding="utf-8")
     return path
 
 

@@ -9,16 +9,14 @@ credential the gateway must send and can play dead.
 from __future__ import annotations
 
 import json
-import socket
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-import uvicorn
 
 from callgate import Gate, Principal, Toolbox, ToolContext
 from callgate.config import load_config
@@ -28,6 +26,7 @@ from callgate.mcp import build_server, streamable_http_app
 from callgate.store import MemoryStore
 from tests.gateway.sinks import Answering
 from tests.mcp.identity import connect, serve
+from tests.mcp.serving import serve_asgi
 
 pytestmark = pytest.mark.anyio
 
@@ -60,20 +59,13 @@ class Upstream:
     token_requests: int = 0
 
 
-class _Uvicorn(uvicorn.Server):
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:  # pytest owns the signals
-        yield
-
-
 @asynccontextmanager
 async def serve_upstream(expect: str = f"Bearer {TOKEN}") -> AsyncIterator[Upstream]:
     """callgate serving ``up`` on a loopback port, behind a credential check."""
     gate = Gate([up], store=MemoryStore())
     server = build_server(gate, principal=Principal("upstream", tenant="acme"))
     app = streamable_http_app(server)
-    sock = socket.create_server(("127.0.0.1", 0))
-    state = Upstream(url=f"http://127.0.0.1:{sock.getsockname()[1]}/mcp")
+    state = Upstream(url="")  # known once it serves
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -102,13 +94,17 @@ async def serve_upstream(expect: str = f"Bearer {TOKEN}") -> AsyncIterator[Upstr
                 return
         await app(scope, receive, send)
 
-    uv = _Uvicorn(uvicorn.Config(guarded, log_level="warning", lifespan="on", ws="none"))
-    async with gate, anyio.create_task_group() as tg:
-        tg.start_soon(uv.serve, [sock])
-        try:
-            yield state
-        finally:
-            uv.should_exit = True
+    async with gate, serve_asgi(guarded) as url:
+        state.url = url
+        yield state
+
+
+def bearer_table(url: str, protocol: str = "auto") -> str:
+    """An ``[[upstreams]]`` table for ``url``, trusted, with the gateway's own bearer."""
+    return (
+        f'url = "{url}"\ntrust = "trusted"\nprotocol = "{protocol}"\n'
+        'auth = { type = "bearer", env = "GW_TOKEN" }'
+    )
 
 
 @asynccontextmanager
@@ -132,10 +128,7 @@ async def test_either_protocol_generation_through_the_gateway(
     tmp_path: Path, protocol: str
 ) -> None:
     async with serve_upstream() as upstream:
-        table = (
-            f'url = "{upstream.url}"\ntrust = "trusted"\nprotocol = "{protocol}"\n'
-            'auth = { type = "bearer", env = "GW_TOKEN" }'
-        )
+        table = bearer_table(upstream.url, protocol)
         async with gateway(tmp_path, table) as gate:
             (box,) = gate.upstreams()
             stats = box.connection.stats  # type: ignore[attr-defined]
@@ -183,10 +176,7 @@ async def test_an_upstreams_question_reaches_the_gateways_caller(
     tmp_path: Path, protocol: str
 ) -> None:
     async with serve_upstream() as upstream:
-        table = (
-            f'url = "{upstream.url}"\ntrust = "trusted"\nprotocol = "{protocol}"\n'
-            'auth = { type = "bearer", env = "GW_TOKEN" }'
-        )
+        table = bearer_table(upstream.url, protocol)
         async with gateway(tmp_path, table) as gate:
             caller = Answering()
             env = await gate.call(
@@ -202,10 +192,7 @@ async def test_an_upstreams_question_reaches_the_gateways_caller(
 
 async def test_a_failing_upstream_is_broken_off_and_probed_back(tmp_path: Path) -> None:
     async with serve_upstream() as upstream:
-        table = (
-            f'url = "{upstream.url}"\ntrust = "trusted"\n'
-            'auth = { type = "bearer", env = "GW_TOKEN" }'
-        )
+        table = bearer_table(upstream.url)
         async with gateway(tmp_path, table) as gate:
             (box,) = gate.upstreams()
             connection = box.connection  # type: ignore[attr-defined]
@@ -234,10 +221,7 @@ async def test_a_callers_token_never_reaches_an_upstream(tmp_path: Path, mode: s
     # gateway's own credential only, and the audit names the caller.
     caller_token = "t-alice"
     async with serve_upstream() as upstream:
-        table = (
-            f'url = "{upstream.url}"\ntrust = "trusted"\n'
-            'auth = { type = "bearer", env = "GW_TOKEN" }'
-        )
+        table = bearer_table(upstream.url)
         async with gateway(tmp_path, table) as gate:
             async with serve(gate) as url, connect(url, mode, token=caller_token) as client:
                 result = await client.call_tool("remote__up__echo", {"text": "hi"})

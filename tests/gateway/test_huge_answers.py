@@ -12,17 +12,14 @@ from __future__ import annotations
 import json
 import logging
 import re
-import socket
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
-import uvicorn
 from mcp import Client, MCPError
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
@@ -35,6 +32,7 @@ from callgate.gateway._stdio import KEEP, LineSplitter, Overlong, answer_id
 from callgate.mcp import build_server
 from callgate.runtime.envelope import Envelope
 from callgate.store import MemoryStore
+from tests.mcp.serving import serve_asgi
 
 pytestmark = pytest.mark.anyio
 
@@ -197,12 +195,6 @@ def flood_write(size: int, framing: str) -> str:
     raise AssertionError("not reached")
 
 
-class _Uvicorn(uvicorn.Server):
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:  # pytest owns the signals
-        yield
-
-
 async def _flood(send: Any, request: Any, size: int, framing: str) -> None:
     """An answer to ``request`` of ``size`` bytes, sent 1 MiB at a time: with its
     ``Content-Length`` (``length``), without (``chunked``) or as one SSE event."""
@@ -258,14 +250,8 @@ async def serve_upstream() -> AsyncIterator[str]:
 
         await app(scope, replay, send)
 
-    sock = socket.create_server(("127.0.0.1", 0))
-    server = _Uvicorn(uvicorn.Config(layer, log_level="warning", lifespan="on", ws="none"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve, [sock])
-        try:
-            yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-        finally:
-            server.should_exit = True
+    async with serve_asgi(layer, "/mcp") as url:
+        yield url
 
 
 def http(url: str, limit: int) -> str:

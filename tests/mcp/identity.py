@@ -4,14 +4,11 @@ loopback port, and the SDK client with a token (or a step-up flow)."""
 
 from __future__ import annotations
 
-import socket
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 import httpx2
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -19,8 +16,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from callgate import Gate, Policy, Principal, Rule, Toolbox
 from callgate.console import Unauthenticated, bearer, bearer_tokens
 from callgate.contract import ToolContext
-from callgate.mcp import MCP_PATH, build_server, streamable_http_app
+from callgate.mcp import build_server, streamable_http_app
 from callgate.store import MemoryStore
+from tests.mcp.serving import serve_asgi
 
 MODES = ["legacy", "2026-07-28"]
 
@@ -137,12 +135,6 @@ STATIC = bearer_tokens(TOKENS)
 """The console's static tokens (sync, None for no principal)."""
 
 
-class _Uvicorn(uvicorn.Server):
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:  # pytest owns the signals
-        yield
-
-
 @asynccontextmanager
 async def serve(
     gate: Gate,
@@ -154,25 +146,8 @@ async def serve(
     """The gate's MCP app, authenticating every request, on a loopback port; its URL."""
     server = build_server(gate, principal=principal)
     app = streamable_http_app(server, authenticate=authenticate, **app_options)
-    async with gate, serve_app(app) as url:
+    async with gate, serve_asgi(app) as url:
         yield url
-
-
-@asynccontextmanager
-async def serve_app(app: Any) -> AsyncIterator[str]:
-    """An MCP app on a loopback port (uvicorn, in process, lifespan run); its URL."""
-    sock = socket.create_server(("127.0.0.1", 0))
-    uv = _Uvicorn(
-        uvicorn.Config(
-            app, log_level="warning", lifespan="on", ws="none", timeout_graceful_shutdown=5
-        )
-    )
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(uv.serve, [sock])
-        try:
-            yield f"http://127.0.0.1:{sock.getsockname()[1]}{MCP_PATH}"
-        finally:
-            uv.should_exit = True
 
 
 @asynccontextmanager

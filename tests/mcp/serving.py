@@ -75,6 +75,25 @@ class _Uvicorn(uvicorn.Server):
 
 
 @asynccontextmanager
+async def serve_asgi(app: Any, path: str = MCP_PATH) -> AsyncIterator[str]:
+    """An ASGI app on a free loopback port (uvicorn in this process, its lifespan
+    run); yields the URL of ``path`` there and stops the server on exit."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    uv = _Uvicorn(
+        uvicorn.Config(
+            app, log_level="warning", lifespan="on", ws="none", timeout_graceful_shutdown=5
+        )
+    )
+    async with anyio.create_task_group() as tg:
+        # The socket listens already: requests wait in its backlog until uvicorn accepts.
+        tg.start_soon(uv.serve, [sock])
+        try:
+            yield f"http://127.0.0.1:{sock.getsockname()[1]}{path}"
+        finally:
+            uv.should_exit = True
+
+
+@asynccontextmanager
 async def serve_app(
     gate: Gate,
     *,
@@ -87,20 +106,8 @@ async def serve_app(
     ``server_options`` go to ``build_server``, the rest to ``streamable_http_app``.
     """
     server = build_server(gate, principal=principal, **(server_options or {}))
-    app = streamable_http_app(server, **app_options)
-    sock = socket.create_server(("127.0.0.1", 0))
-    uv = _Uvicorn(
-        uvicorn.Config(
-            app, log_level="warning", lifespan="on", ws="none", timeout_graceful_shutdown=5
-        )
-    )
-    async with gate, anyio.create_task_group() as tg:
-        # The socket listens already: requests wait in its backlog until uvicorn accepts.
-        tg.start_soon(uv.serve, [sock])
-        try:
-            yield f"http://127.0.0.1:{sock.getsockname()[1]}{MCP_PATH}"
-        finally:
-            uv.should_exit = True
+    async with gate, serve_asgi(streamable_http_app(server, **app_options)) as url:
+        yield url
 
 
 def rpc(id_: int | None, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:

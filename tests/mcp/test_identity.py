@@ -32,9 +32,8 @@ from tests.mcp.identity import (
     build_gate,
     connect,
     serve,
-    serve_app,
 )
-from tests.mcp.serving import LEGACY, MODERN_META, answer_of, open_session, rpc
+from tests.mcp.serving import LEGACY, MODERN_META, answer_of, open_session, rpc, serve_asgi
 
 pytestmark = pytest.mark.anyio
 
@@ -366,7 +365,7 @@ async def test_the_docs_example_serves_each_caller_as_themselves(mode: str) -> N
     console = httpx.AsyncClient(
         transport=httpx.ASGITransport(app=scope["console_app"]), base_url="http://console"
     )
-    async with gate, serve_app(scope["mcp_app"]) as url, console, httpx.AsyncClient() as http:
+    async with gate, serve_asgi(scope["mcp_app"]) as url, console, httpx.AsyncClient() as http:
         with anyio.fail_after(20):
             async with connect(url, mode, token="token-of-alice") as alice:
                 names = {tool.name for tool in (await alice.list_tools()).tools}
