@@ -112,7 +112,9 @@ class ProviderNames:
     calls it (``ops__deploy_status``).
 
     The loop passes the gate callgate's own names (the adapter already mapped
-    the model's call back), so :meth:`full` is the identity.
+    the model's call back); :meth:`full` maps a provider's name back too, for
+    names the model writes into arguments (``callgate.call_tool``'s ``name``),
+    and leaves callgate's own names as they are.
 
     Args:
         names: the tools the model is offered.
@@ -126,4 +128,4 @@ class ProviderNames:
         return self._map.to_provider(name) if self._map is not None else name
 
     def full(self, name: str) -> str | None:
-        return name
+        return self._map.from_provider(name) if self._map is not None else name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import threading
 from collections.abc import Iterable, Mapping
@@ -16,6 +17,9 @@ from callgate import access
 from callgate.clock import Clock
 from callgate.contract import Principal, Toolbox, ToolNames, ToolSink, ToolSpec
 from callgate.contract.toolbox import ConnectedToolbox
+from callgate.discovery.meta import CALL_TOOL, add_meta_tools
+from callgate.discovery.service import Discovery
+from callgate.discovery.settings import DiscoverySettings
 from callgate.errors import InvalidArgument
 from callgate.ratelimit import RateLimiter, RateLimits
 from callgate.runtime import pipeline
@@ -88,10 +92,13 @@ class Gate:
         rate_limits: per-principal and per-tool rate limits (``[limits.rate]``),
             kept where ``rate_limits.backend`` says (replicas share them through
             the store's PostgreSQL or Redis); none if None.
+        discovery: how tools are disclosed and searched, and the skills
+            (``[discovery]``, :mod:`callgate.discovery`); the defaults if None.
 
     Raises:
         InvalidArgument: a name given both in ``context`` and in ``secrets``.
         DuplicateToolbox: two toolboxes share a name.
+        SkillError: a skill folder of ``discovery`` cannot be read.
     """
 
     def __init__(
@@ -105,6 +112,7 @@ class Gate:
         secrets: Mapping[str, Any] | None = None,
         clock: Clock | None = None,
         rate_limits: RateLimits | None = None,
+        discovery: DiscoverySettings | None = None,
     ) -> None:
         self.store: Store = (
             store
@@ -119,10 +127,22 @@ class Gate:
         self.policy = policy or Policy()
         self.rate_limits = rate_limits if rate_limits is not None and rate_limits.enabled else None
         self.registry = Registry(toolboxes)
+        settings = discovery or DiscoverySettings()
+        skills = {}
+        if settings.skills:
+            from callgate.discovery.skills import load_skills, skills_toolbox
+
+            skills = load_skills(settings.skills)
+            if skills:
+                self.registry.add(skills_toolbox(skills))
+        self.discovery = Discovery(
+            self.registry, settings, store=self.store, clock=self.clock, skills=skills
+        )
+        """Tool search and disclosure (see :mod:`callgate.discovery`)."""
         if self.registry.get(READ_MORE_TOOL) is None:
-            self.registry.add(
-                builtin_toolbox(self.store, self.limits, self.registry, clock=self.clock)
-            )
+            box = builtin_toolbox(self.store, self.limits, self.registry, clock=self.clock)
+            add_meta_tools(box, self.discovery)
+            self.registry.add(box)
         clash = set(context or {}) & set(secrets or {})
         if clash:
             raise InvalidArgument(f"{sorted(clash)} given both as context and as secrets")
@@ -196,6 +216,7 @@ class Gate:
             await self.runner.aclose()
         services, self._services = self._services, None
         if services is not None:
+            await self.discovery.aclose()
             await asyncio.gather(*(box.aclose() for box in self.upstreams()))
             await services.committer.aclose()
             await services.backlog.aclose()
@@ -281,6 +302,10 @@ class Gate:
             )
         await self.open()
         assert self._services is not None
+        if (names.full(tool) if names is not None else tool) == CALL_TOOL:
+            inner = _inner_call(arguments)
+            if inner is not None:
+                tool, arguments = self._unwrapped(tool, inner, names)
         call = Call(
             services=self._services,
             tool_name=tool,
@@ -297,6 +322,24 @@ class Gate:
             call.trace_id = trace_id
         with self._in_flight:
             return await pipeline.run(call)
+
+    def _unwrapped(
+        self, tool: str, inner: tuple[str, Any], names: ToolNames | None
+    ) -> tuple[str, Any]:
+        """A ``callgate.call_tool`` call as the named tool's own call, which then
+        passes the whole chain. The name may be the caller's (``ops__deploy_status``)
+        or the full one; an unknown one is refused by the chain with close
+        matches. ``call_tool`` of ``call_tool`` runs as itself (its body refuses it).
+        """
+        target, arguments = inner
+        full = names.full(target) if names is not None else target
+        if full is None and self.registry.get(target) is not None:
+            full = target
+        if full == CALL_TOOL:
+            return tool, {"name": target, "arguments": arguments}
+        if full is not None and names is not None:
+            target = names.shown(full)
+        return target, arguments
 
     async def read_more(
         self, cursor: str, *, principal: Principal, session_id: str | None = None
@@ -470,6 +513,25 @@ class Gate:
         """Audit records oldest first: the newest ``tail``, or those of one call."""
         await self.open()
         return await self.store.list_audit(tail=tail, call_id=call_id)
+
+
+def _inner_call(arguments: Any) -> tuple[str, Any] | None:
+    """The tool and arguments a well-formed ``callgate.call_tool`` call names; None
+    for anything else (the call then runs as itself, and its validation or body
+    says what is wrong)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return None
+    if not isinstance(arguments, Mapping) or not set(arguments) <= {"name", "arguments"}:
+        return None
+    name, inner = arguments.get("name"), arguments.get("arguments")
+    if not isinstance(name, str) or not name:
+        return None
+    if inner is None:
+        inner = {}
+    return (name, dict(inner)) if isinstance(inner, Mapping) else None
 
 
 class _InFlight:

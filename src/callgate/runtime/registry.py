@@ -24,6 +24,8 @@ class Registry:
         self._toolboxes: dict[str, Toolbox] = {}
         self._specs: dict[str, ToolSpec] = {}
         self._stale = False
+        self.generation = 0
+        """Goes up whenever a toolbox is added or changes (what derived views key on)."""
         for box in toolboxes:
             self.add(box)
 
@@ -38,9 +40,11 @@ class Registry:
         self._toolboxes[box.name] = box
         box.on_change(self._changed)
         self._stale = True
+        self.generation += 1
 
     def _changed(self, _box: Toolbox) -> None:
         self._stale = True
+        self.generation += 1
 
     def _current(self) -> dict[str, ToolSpec]:
         if self._stale:
