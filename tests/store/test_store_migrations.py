@@ -31,6 +31,7 @@ TABLES = {
     "previews",
     "rate_limits",
     "results",
+    "search_vectors",
     "session_taints",
     "tasks",
     "upstream_listings",

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from callgate.clock import Clock
+from callgate.store.search_records import SearchRecords
 
 AuditPhase = Literal["intent", "final", "decision", "late"]
 """``intent`` is written before a side-effecting tool runs, ``final`` once the call
@@ -311,8 +312,12 @@ class RunRecords(Protocol):
 
 
 @runtime_checkable
-class Store(Protocol):
-    """Persistence used by the gate. All methods are safe under concurrency."""
+class Store(SearchRecords, Protocol):
+    """Persistence used by the gate. All methods are safe under concurrency.
+
+    Tool search's records (embedding vectors, usage per tool) are declared in
+    :class:`~callgate.store.search_records.SearchRecords`, which this extends.
+    """
 
     url: str
     clock: Clock

@@ -31,6 +31,7 @@ from callgate.store.base import (
     TaskRecord,
     TaskStatus,
 )
+from callgate.store.memory_search import MemorySearchRecords
 
 __all__ = ["MemoryStore"]
 
@@ -46,7 +47,7 @@ def _json(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-class MemoryStore:
+class MemoryStore(MemorySearchRecords):
     """The :class:`~callgate.store.base.Store` in a few dicts.
 
     Every method checkpoints once (as a real store awaits I/O), then runs without
@@ -67,6 +68,7 @@ class MemoryStore:
         self._runs: dict[str, RunRecord] = {}
         self._listings: dict[str, tuple[str, Any]] = {}
         self._handles: dict[str, HandleRecord] = {}
+        self._vectors: dict[tuple[str, str], bytes] = {}
 
     async def __aenter__(self) -> MemoryStore:
         await self.open()

@@ -57,6 +57,7 @@ from callgate.store.sql_handles import HandleRecords
 from callgate.store.sql_rates import SQLRateRecords
 from callgate.store.sql_records import HumanLoopRecords
 from callgate.store.sql_runs import RunRecords
+from callgate.store.sql_search import SQLSearchRecords
 from callgate.store.sqlite_writer import SQLiteAuditWriter
 from callgate.store.tables import (
     as_utc,
@@ -87,7 +88,7 @@ class _JSONText(TypeDecorator[str]):
         return None
 
 
-class SQLStore(HumanLoopRecords, HandleRecords, RunRecords, SQLRateRecords):
+class SQLStore(HumanLoopRecords, HandleRecords, RunRecords, SQLRateRecords, SQLSearchRecords):
     """The :class:`~callgate.store.base.Store` on SQLite or PostgreSQL.
 
     Example:

@@ -18,6 +18,7 @@ from sqlalchemy import (
     Float,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     String,
@@ -37,6 +38,7 @@ __all__ = [
     "previews",
     "rate_limits",
     "results",
+    "search_vectors",
     "session_taints",
     "tasks",
 ]
@@ -275,4 +277,16 @@ rate_limits = Table(
     Column("tat", BigInteger, nullable=False),
     Column("admitted", Boolean, nullable=False),
     Index(None, "tat"),
+)
+
+search_vectors = Table(
+    # Tool search's cache of embedding vectors (float32 arrays packed by the
+    # caller), by the model that made them and the digest of the text embedded.
+    "search_vectors",
+    metadata,
+    Column("model", String, nullable=False),
+    Column("digest", String, nullable=False),
+    Column("vector", LargeBinary, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("model", "digest"),
 )
