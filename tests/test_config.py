@@ -119,7 +119,10 @@ async def test_built_gate_runs_calls_with_the_configured_policy_and_context(
 
     assert [s.name for s in gate.tools()] == [
         "callgate.approval_status",
+        "callgate.call_tool",
+        "callgate.describe_tools",
         "callgate.read_more",
+        "callgate.search_tools",
         "shop.refund",
     ]
     assert small.payload == {"order_id": "O-1", "refunded": 20, "region": "eu-west-1"}
@@ -189,7 +192,7 @@ def test_a_file_reference_to_an_init_loads_its_package(tmp_path: Path) -> None:
 def test_unknown_keys_are_rejected_with_their_place(tmp_path: Path) -> None:
     assert (
         "storee: unknown key (allowed: store, toolboxes, policy, limits, context, secrets, "
-        "principal, mcp, upstreams, auth)" in bad(tmp_path, 'storee = "x"\n')
+        "principal, mcp, upstreams, auth, discovery)" in bad(tmp_path, 'storee = "x"\n')
     )
     assert "policy.rules[0].whn: unknown key" in bad(
         tmp_path, '[[policy.rules]]\neffect = "deny"\nwhn = "true"\n'

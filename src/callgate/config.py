@@ -63,6 +63,9 @@ from sqlalchemy.exc import ArgumentError
 from callgate._refs import RefError, resolve_ref, toolboxes_from
 from callgate.auth.settings import AuthConfigError, AuthSettings, parse_auth
 from callgate.contract import Principal, Toolbox
+from callgate.demo._skills import DEMO_SKILLS
+from callgate.discovery.settings import DiscoverySettings, parse_discovery
+from callgate.discovery.skills import SkillError
 from callgate.errors import InvalidArgument, UserError
 from callgate.gateway import upstream_toolboxes
 from callgate.gateway.settings import UpstreamConfigError, UpstreamSettings, parse_upstreams
@@ -165,6 +168,7 @@ class _ConfigFile(BaseModel):
     upstreams: list[Any] = []
     """Checked by :func:`callgate.gateway.settings.parse_upstreams`."""
     auth: dict[str, Any] | None = None  # checked by callgate.auth.parse_auth
+    discovery: dict[str, Any] = {}  # checked by callgate.discovery.parse_discovery
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -218,6 +222,7 @@ class GateConfig:
         upstreams: MCP servers whose tools the gate serves (``[[upstreams]]``, :mod:`callgate.gateway`).
         auth: the access tokens ``callgate serve`` accepts (``[auth]``); None: none.
         rate_limits: per-principal and per-tool rate limits (``[limits.rate]``).
+        discovery: tool search, disclosure and skills (``[discovery]``).
     """
 
     source: Path | None = None
@@ -232,6 +237,7 @@ class GateConfig:
     upstreams: tuple[UpstreamSettings, ...] = ()
     auth: AuthSettings | None = None
     rate_limits: RateLimits = field(default_factory=RateLimits)
+    discovery: DiscoverySettings = field(default_factory=DiscoverySettings)
 
     @property
     def label(self) -> str:
@@ -305,7 +311,10 @@ class GateConfig:
                 context=self.context,
                 secrets=secrets,
                 rate_limits=self.rate_limits,
+                discovery=self.discovery,
             )
+        except SkillError as exc:
+            raise ConfigError(f"{self.label}: discovery.skills: {exc}") from None
         except ValueError as exc:
             raise ConfigError(f"{self.label}: toolboxes: {exc}") from None
 
@@ -345,6 +354,7 @@ def load_config(path: str | os.PathLike[str]) -> GateConfig:
         ),
         upstreams=_build_upstreams(parsed.upstreams, str(source), source.parent),
         auth=_build_auth(parsed.auth, str(source), source.parent),
+        discovery=_build_discovery(parsed.discovery, str(source), source.parent),
     )
 
 
@@ -367,6 +377,7 @@ def default_config() -> GateConfig:
         toolboxes=(DEMO_TOOLBOXES,),
         policy=policy,
         principal=PrincipalDefaults(tenant=DEMO_TENANT),
+        discovery=DiscoverySettings(skills=(DEMO_SKILLS,)),
     )
 
 
@@ -478,6 +489,13 @@ def _build_auth(raw: Mapping[str, Any] | None, label: str, base_dir: Path) -> Au
     try:
         return None if raw is None else parse_auth(raw, label, base_dir=base_dir)
     except AuthConfigError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _build_discovery(raw: Mapping[str, Any], label: str, base_dir: Path) -> DiscoverySettings:
+    try:
+        return parse_discovery(raw, label, base_dir=base_dir)
+    except InvalidArgument as exc:
         raise ConfigError(str(exc)) from None
 
 

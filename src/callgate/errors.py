@@ -20,6 +20,9 @@ so that code catching it still does (``except ValueError`` catches a
     │   ├── ConfigError [ValueError]          callgate.config
     │   ├── UpstreamConfigError [ValueError]  callgate.gateway.settings
     │   ├── AuthConfigError [ValueError]      callgate.auth.settings
+    │   ├── SkillError [ValueError]           callgate.discovery.skills
+    │   │   └── SkillFileError                callgate.discovery.skills
+    │   ├── EmbeddingsUnavailable             callgate.discovery.embeddings
     │   ├── MissingCredentials [ValueError]   callgate.agent.providers
     │   └── ScriptExhausted [RuntimeError]    callgate.agent.model
     ├── RuntimeFailure             something failed while running: no code is wrong

@@ -94,7 +94,7 @@ def test_serve_prints_the_store_masked_the_principal_and_the_toolboxes(cli: Cli)
     assert lines[0] == "callgate: store: postgresql://u:***@127.0.0.1:1/db"
     assert lines[1].startswith("callgate: principal: local of tenant acme; scopes: campaigns:read")
     assert lines[1].endswith("; roles: oncall, viewer")
-    assert lines[2].startswith("callgate: toolboxes: callgate (2 tools), ops (")
+    assert lines[2].startswith("callgate: toolboxes: callgate (7 tools), ops (")
     assert "s3cret" not in result.stderr
 
 

@@ -20,6 +20,8 @@ from callgate.config import (
     _SecretFile,
     load_config,
 )
+from callgate.discovery.settings import _DiscoveryFile
+from callgate.discovery.settings import _RuleFile as _DiscoveryRuleFile
 from callgate.runtime.limits import Limits
 
 from .readme import ROOT, block
@@ -47,6 +49,8 @@ def test_every_key_the_file_accepts_is_documented_and_in_the_example() -> None:
         *_ApproversFile.model_fields,
         *_SecretFile.model_fields,
         *_McpFile.model_fields,
+        *_DiscoveryFile.model_fields,
+        *_DiscoveryRuleFile.model_fields,
         *(f.name for f in dataclasses.fields(Limits)),
     }
     example = _example()

@@ -14,6 +14,7 @@ from mcp import Client, MCPError
 from callgate import Gate, Principal, Toolbox
 from callgate.contract import ToolContext
 from callgate.demo import demo_policy, toolboxes
+from callgate.discovery import DiscoverySettings
 from callgate.errors import ConstructionError
 from callgate.mcp import build_server
 from callgate.store import MemoryStore
@@ -114,7 +115,8 @@ async def test_a_served_toolbox_that_gains_and_loses_tools_is_named_in_step() ->
     # is checked when it is added.
     box = _box("a_b", "c")
     other = _box("a")
-    gate = Gate([box, other], store="memory://")
+    # Listed directly, all 31 (above 15 the meta-tools would be listed instead).
+    gate = Gate([box, other], store="memory://", discovery=DiscoverySettings(mode="direct"))
     server = build_server(gate, principal=ALICE, tool_separator="_")
     with pytest.raises(ValueError, match=r"'a\.b_c' and 'a_b\.c' would both be served as 'a_b_c'"):
         other.tool(read_only=True)(_named("b_c"))

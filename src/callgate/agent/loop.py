@@ -32,7 +32,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -68,6 +68,8 @@ from callgate.agent.runs import (
 )
 from callgate.agent.tools import estimate_tokens, result_for, tool_defs
 from callgate.contract import FULL_NAMES, Principal, RiskTier, ToolNames
+from callgate.discovery.meta import DESCRIBE_TOOLS, LOAD_SKILL, meta_tools
+from callgate.discovery.settings import DiscoveryMode
 from callgate.errors import ErrorKind
 from callgate.runtime.approvals import APPROVAL_STATUS_TOOL
 from callgate.runtime.envelope import Envelope, Status
@@ -96,6 +98,33 @@ def _usable_builtins(run: RunState) -> list[str]:
     if any(envelope.get("status") == Status.PENDING_APPROVAL.value for envelope in envelopes):
         usable.append(APPROVAL_STATUS_TOOL)
     return usable
+
+
+def _definition_json(tool: ToolDef) -> dict[str, Any]:
+    """A tool definition as counted for its tokens (about what providers send)."""
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": dict(tool.input_schema),
+    }
+
+
+def _described(run: RunState) -> list[str]:
+    """Tools the model had described (or a loaded skill named) so far in ``run``,
+    as the model was shown them, in the order they were first described."""
+    out: dict[str, None] = {}
+    for entry in run.trace:
+        if entry.get("type") != "tool_call" or entry["call"].get("name") not in (
+            DESCRIBE_TOOLS,
+            LOAD_SKILL,
+        ):
+            continue
+        payload = entry["envelope"].get("payload")
+        if isinstance(payload, dict):
+            for tool in payload.get("tools") or ():
+                if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                    out.setdefault(tool["name"])
+    return list(out)
 
 
 def _ending(response: ModelResponse, limits: RunLimits) -> tuple[RunStatus, str]:
@@ -135,6 +164,14 @@ class Agent:
         temperature: the sampling temperature sent with every request (None: the
             provider's default). 0 makes a small local model far less erratic.
         on_event: called with each :class:`RunEvent` as the run goes.
+        discovery: ``direct`` offers every tool, ``search`` the meta-tools
+            (``callgate.search_tools``, ``describe_tools``, ``call_tool``; see
+            :mod:`callgate.discovery`), ``auto`` (the gate's ``[discovery]``
+            setting, by default) picks by the number of tools and the share of
+            ``context_window`` their definitions would take. With ``tools``
+            given, those are offered directly.
+        context_window: the model's context window in tokens (None: the gate's
+            ``[discovery] context_window``).
 
     Raises:
         ValueError: a name in ``tools`` is not a tool the principal may call.
@@ -153,6 +190,8 @@ class Agent:
         strict: bool = False,
         temperature: float | None = None,
         on_event: Callable[[RunEvent], None] | None = None,
+        discovery: DiscoveryMode | None = None,
+        context_window: int | None = None,
     ) -> None:
         self.gate = gate
         self.model = model
@@ -164,16 +203,43 @@ class Agent:
         self._strict = strict
         self.temperature = temperature
         self._on_event = on_event
+        self._discovery = discovery
+        self._context_window = context_window
 
     def _tools(self, run: RunState) -> tuple[ToolDef, ...]:
         # Recomputed per request: toolboxes may change, scopes are checked anyway.
-        return tool_defs(
+        shown = self._names(run)
+        direct = tool_defs(
             self.gate,
             self.principal,
             names=self._tool_names,
             strict=self._strict,
-            shown=self._names(run),
+            shown=shown,
             builtins=_usable_builtins(run),
+        )
+        if self._tool_names is not None or self.disclosure(direct) == "direct":
+            return direct
+        discovery = self.gate.discovery
+        named = [spec.name for spec in discovery.pinned(self.principal)]
+        if discovery.settings.expose_described:
+            named += [shown.full(n) or n for n in _described(run)]
+        offered = {spec.name for spec in self.gate.tools(self.principal, builtin=False)}
+        return tool_defs(
+            self.gate,
+            self.principal,
+            names=list(dict.fromkeys(name for name in named if name in offered)),
+            strict=self._strict,
+            shown=shown,
+            builtins=[*meta_tools(discovery), *_usable_builtins(run)],
+        )
+
+    def disclosure(self, definitions: Sequence[ToolDef]) -> Literal["direct", "search"]:
+        """Whether the model is offered ``definitions`` (every tool) or the meta-tools."""
+        return self.gate.discovery.settings.choose(
+            tools=len(definitions),
+            tokens=estimate_tokens([_definition_json(d) for d in definitions]),
+            requested=self._discovery,
+            context_window=self._context_window,
         )
 
     def _names(self, run: RunState) -> ToolNames:
@@ -321,10 +387,7 @@ class Agent:
         )
         run.turn += 1
         run.usage.requests += 1
-        definitions = [
-            {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
-            for t in tools
-        ]
+        definitions = [_definition_json(t) for t in tools]
         definition_tokens = estimate_tokens(definitions)
         run.trace.append(
             {

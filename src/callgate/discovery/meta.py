@@ -36,6 +36,7 @@ __all__ = [
     "READ_SKILL_FILE",
     "SEARCH_TOOLS",
     "add_meta_tools",
+    "meta_tools",
 ]
 
 SEARCH_TOOLS = "callgate.search_tools"
@@ -47,6 +48,14 @@ META_TOOLS = (SEARCH_TOOLS, DESCRIBE_TOOLS, CALL_TOOL, LOAD_SKILL, READ_SKILL_FI
 """Offered instead of the tools themselves when search is on (the skill tools
 only where skills are configured)."""
 MAX_DESCRIBE = 20
+
+
+def meta_tools(discovery: Discovery) -> tuple[str, ...]:
+    """The meta-tools a gate offers when search is on (the skill tools only
+    where it has skills)."""
+    if discovery.skills:
+        return META_TOOLS
+    return (SEARCH_TOOLS, DESCRIBE_TOOLS, CALL_TOOL)
 
 
 class FoundTool(BaseModel):

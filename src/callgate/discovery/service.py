@@ -22,6 +22,7 @@ kept in the store by digest, so a restart does not encode them again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 from collections import OrderedDict
@@ -117,6 +118,12 @@ class Discovery:
         self._usage_at: Any = None
         self._lock = asyncio.Lock()
 
+    @property
+    def catalogue_generation(self) -> int:
+        """Goes up whenever a toolbox is added or changes: what views of the
+        catalogue (a listing's size, say) are cached by."""
+        return self.registry.generation
+
     # -- keeping the index current ---------------------------------------------------
     def _documents(self) -> list[Document]:
         docs: list[Document] = []
@@ -201,7 +208,8 @@ class Discovery:
             if not made:
                 break
             await self._store.put_vectors(
-                encoder.name, {d: np.asarray(v, dtype=np.float32).tobytes() for d, v in made.items()}
+                encoder.name,
+                {d: np.asarray(v, dtype=np.float32).tobytes() for d, v in made.items()},
             )
 
     async def wait_for_vectors(self) -> bool:
@@ -217,10 +225,8 @@ class Discovery:
         task, self._encoding = self._encoding, None
         if task is not None and not task.done():
             task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-            except (asyncio.CancelledError, Exception):
-                pass
 
     @property
     def dense_note(self) -> str | None:

@@ -109,7 +109,9 @@ class DiscoverySettings:
 
     def __post_init__(self) -> None:
         if self.mode not in get_args(DiscoveryMode):
-            raise InvalidArgument(f"discovery mode must be auto, direct or search, not {self.mode!r}")
+            raise InvalidArgument(
+                f"discovery mode must be auto, direct or search, not {self.mode!r}"
+            )
         if self.max_tools < 0:
             raise InvalidArgument("max_tools must be 0 or more")
         if not 0 < self.max_share <= 1:
@@ -141,11 +143,11 @@ class DiscoverySettings:
             return "search"
         return "direct"
 
-    def rule_for(self, action: RuleAction, name: str, tags: Iterable[str], risk: str | None) -> bool:
+    def rule_for(
+        self, action: RuleAction, name: str, tags: Iterable[str], risk: str | None
+    ) -> bool:
         """Whether a rule with ``action`` matches the tool."""
-        return any(
-            rule.action == action and rule.matches(name, tags, risk) for rule in self.rules
-        )
+        return any(rule.action == action and rule.matches(name, tags, risk) for rule in self.rules)
 
 
 class _RuleFile(BaseModel):

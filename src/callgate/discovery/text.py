@@ -22,6 +22,7 @@ index build.
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections.abc import Iterator
@@ -43,12 +44,12 @@ _IS_CJK = re.compile(rf"[{_CJK}]")
 
 # Words that say nothing about which tool is meant (kept short on purpose: "get",
 # "list" and "all" do tell tools apart).
-_STOP = frozenset(
-    """a an and are as at be by can could do does for from has have how i if in into is
-    it its me my of on or our please should so than that the their them then there these
-    this those to was we were what when where which who whom why will with would you your
-    """.split()
+_STOP_WORDS = (
+    "a an and are as at be by can could do does for from has have how i if in into is it its "
+    "me my of on or our please should so than that the their them then there these this those "
+    "to was we were what when where which who whom why will with would you your"
 )
+_STOP = frozenset(_STOP_WORDS.split())
 
 _local = threading.local()
 
@@ -66,7 +67,7 @@ def _stem(word: str) -> str:
 def _word_terms(token: str) -> tuple[str, ...]:
     if _IS_CJK.match(token):
         chars = list(token)
-        return (*chars, *(a + b for a, b in zip(chars, chars[1:], strict=False)))
+        return (*chars, *(a + b for a, b in itertools.pairwise(chars)))
     out = []
     parts = _CAMEL.findall(token) if token.isascii() else [token]
     for part in parts or [token]:

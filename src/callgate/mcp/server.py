@@ -44,10 +44,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from callgate import __version__
 from callgate.config import local_principal
-from callgate.contract import Principal
+from callgate.contract import Principal, ToolSpec
 from callgate.mcp import _wire
 from callgate.mcp._approval import Confirmation
 from callgate.mcp._context import ContextHandlers
+from callgate.mcp._disclosure import Disclosure
 from callgate.mcp._guard import internal_errors
 from callgate.mcp._http import (
     LOOPBACK_HOSTS,
@@ -227,8 +228,10 @@ def build_server(
 ) -> Server[Any]:
     """An MCP server whose tools are the gate's, each request served for its caller.
 
-    tools/list shows the tools the caller may call, in name order. The
-    gate is neither opened nor closed here: its owner does that around serving.
+    tools/list shows the tools the caller may call, in name order, or, where
+    ``[discovery]`` says so for this client, the meta-tools that search them
+    (see :mod:`callgate.mcp._disclosure`). The gate is neither opened nor
+    closed here: its owner does that around serving.
 
     Args:
         gate: the gate every call goes through.
@@ -322,25 +325,25 @@ def build_server(
     for box in gate.toolboxes:
         box.on_change(forget_listing)
 
-    def listing(caller: Principal) -> list[types.Tool]:
+    def wire(spec: ToolSpec) -> types.Tool:
         forms = wired.setdefault(generation[0], {})
-        tools = []
-        for spec in gate.tools(caller):
-            tool = forms.get(spec.name)
-            if tool is None:
-                tool = forms[spec.name] = _wire.tool(
-                    spec,
-                    name=names.shown(spec.name),
-                    description=names.describe(spec.description),
-                    input_schema=names.schema(spec.input_schema),
-                )
-            tools.append(tool)
-        return tools
+        tool = forms.get(spec.name)
+        if tool is None:
+            tool = forms[spec.name] = _wire.tool(
+                spec,
+                name=names.shown(spec.name),
+                description=names.describe(spec.description),
+                input_schema=names.schema(spec.input_schema),
+            )
+        return tool
+
+    # Every tool, or the meta-tools: per request ([discovery], see _disclosure).
+    disclosure = Disclosure(gate, wire)
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=listing(principal_of(ctx)))
+        return types.ListToolsResult(tools=disclosure.listing(principal_of(ctx), ctx))
 
     def input_schema(name: str) -> Any:
         # For the SDK's x-mcp-header checks of 2026-07-28 calls, made in the
@@ -350,7 +353,9 @@ def build_server(
         who = caller.principal if caller is not None else principal
         if who is None:
             return None
-        return next((tool.input_schema for tool in listing(who) if tool.name == name), None)
+        return next(
+            (tool.input_schema for tool in disclosure.everything(who) if tool.name == name), None
+        )
 
     async def govern(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
