@@ -50,6 +50,17 @@ class CliError(RuntimeFailure):
 
 
 # Options shared by the commands -------------------------------------------------
+DiscoveryOption = Annotated[
+    str | None,
+    typer.Option(
+        "--discovery",
+        metavar="MODE",
+        help="How the model sees the tools: direct (every tool), search (the meta-tools "
+        "search_tools, describe_tools and call_tool), or auto (search above the threshold). "
+        "Default: the config's discovery table (auto).",
+        show_default=False,
+    ),
+]
 StoreOption = Annotated[
     str | None,
     typer.Option(

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from callgate.cli._common import safe_url, split_list
+from callgate.cli._common import CliError, safe_url, split_list
 
 if TYPE_CHECKING:
     from callgate.config import GateConfig, PrincipalDefaults
@@ -57,18 +57,33 @@ def config_path(ctx: typer.Context, config: Path | None) -> Path | None:
     return config or root_options(ctx).config
 
 
-def load(ctx: typer.Context, config: Path | None, *, demo_default: bool = True) -> GateConfig:
-    """The config file named by the options, else the demo (or an empty) config.
+def load(
+    ctx: typer.Context,
+    config: Path | None,
+    *,
+    demo_default: bool = True,
+    discovery: str | None = None,
+) -> GateConfig:
+    """The config file named by the options, else the demo (or an empty) config;
+    with ``discovery`` (``--discovery``), its disclosure mode replaced.
 
     Raises:
         ConfigError: the file cannot be used.
+        CliError: ``discovery`` is not a mode.
     """
     from callgate.config import GateConfig, default_config, load_config
 
     path = config_path(ctx, config)
     if path is not None:
-        return load_config(path)
-    return default_config() if demo_default else GateConfig()
+        loaded = load_config(path)
+    else:
+        loaded = default_config() if demo_default else GateConfig()
+    if discovery is None:
+        return loaded
+    if discovery not in ("auto", "direct", "search"):
+        raise CliError(f"--discovery must be auto, direct or search, not {discovery!r}")
+    settings = dataclasses.replace(loaded.discovery, mode=discovery)  # type: ignore[arg-type]
+    return dataclasses.replace(loaded, discovery=settings)
 
 
 def store_option(ctx: typer.Context, store: str | None) -> str | None:

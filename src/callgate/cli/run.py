@@ -26,6 +26,7 @@ from callgate.cli._common import (
     EXIT_STOPPED,
     EXIT_WAITING,
     CliError,
+    DiscoveryOption,
     JsonOption,
     StoreOption,
     cli_errors,
@@ -329,6 +330,7 @@ def run(
     sequential: Annotated[
         bool, typer.Option("--sequential", help="Run every call alone, reads included.")
     ] = False,
+    discovery: DiscoveryOption = None,
     as_json: JsonOption = False,
     config: ConfigOption = None,
     store: StoreOption = None,
@@ -347,7 +349,7 @@ def run(
     with cli_errors():
         if (prompt is None) == (resume is None):
             raise CliError("give a PROMPT, or --resume RUN_ID (not both)")
-        cfg = load(ctx, config)
+        cfg = load(ctx, config, discovery=discovery)
         serves_demo = config_path(ctx, config) is None
         store = store_option(ctx, store)
         limits = RunLimits(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from callgate.cli._common import CliError, StoreOption, cli_errors, opened
+from callgate.cli._common import CliError, DiscoveryOption, StoreOption, cli_errors, opened
 from callgate.cli._context import (
     ConfigOption,
     RolesOption,
@@ -96,6 +96,7 @@ def serve(
             help="Seconds a client has to send a request's body (HTTP); then 408.",
         ),
     ] = DEFAULT_BODY_TIMEOUT,
+    discovery: DiscoveryOption = None,
     insecure_no_auth: Annotated[
         bool,
         typer.Option(
@@ -123,7 +124,7 @@ def serve(
     from callgate.mcp import LOOPBACK_HOSTS, build_server
 
     with cli_errors():
-        cfg = load(ctx, config)
+        cfg = load(ctx, config, discovery=discovery)
         exposed = not stdio and host not in LOOPBACK_HOSTS
         if exposed and cfg.auth is None and not insecure_no_auth:
             raise CliError(
