@@ -21,6 +21,7 @@ ONCALL = Principal(
     "olga", tenant="acme", scopes={"deploy:read", "deploy:rollback", "notes:read", "web:read"}
 )
 VIEWER = Principal("vic", tenant="acme", scopes={"deploy:read"})
+HERE = str(Path(__file__).resolve())
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ async def test_a_skill_is_found_by_search_beside_the_tools(gate: Gate) -> None:
         principal=ONCALL,
     )
 
-    assert [s["name"] for s in envelope.payload["skills"]][0] == "release-rollback"
+    assert envelope.payload["skills"][0]["name"] == "release-rollback"
     assert "callgate.load_skill" in envelope.payload["next_step"]
 
 
@@ -70,7 +71,7 @@ async def test_a_skill_file_is_read_and_nothing_outside_the_folder_is(gate: Gate
     )
     absolute = await gate.call(
         "callgate.read_skill_file",
-        {"skill": "release-rollback", "path": str(Path(__file__).resolve())},
+        {"skill": "release-rollback", "path": HERE},
         principal=ONCALL,
     )
 
