@@ -4,7 +4,7 @@ fusion with a dense ranking."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 import pytest
@@ -74,7 +74,7 @@ class _Fixed:
 
     name = "fixed-test"
     dim = 3
-    AXES = {"money": 0, "mail": 1, "weather": 2}
+    AXES: ClassVar[dict[str, int]] = {"money": 0, "mail": 1, "weather": 2}
 
     def encode(
         self, texts: Sequence[str], *, kind: Literal["query", "document"] = "document"
