@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
     from callgate.clock import Clock
     from callgate.contract import Principal, ToolSpec
+    from callgate.discovery.embeddings import Encoder
     from callgate.discovery.skills import Skill
     from callgate.runtime.registry import Registry
     from callgate.store import Store
@@ -211,6 +212,13 @@ class Discovery:
                 encoder.name,
                 {d: np.asarray(v, dtype=np.float32).tobytes() for d, v in made.items()},
             )
+
+    def use_encoder(self, encoder: Encoder) -> None:
+        """Make dense vectors with ``encoder`` (instead of the one ``embeddings``
+        names): for an encoder of your own, or in tests."""
+        self.index.encoder = encoder
+        self._encoder_state = "loaded"
+        self._encoder_note = None
 
     async def wait_for_vectors(self) -> bool:
         """Bring the index up to date and wait until every document has a dense
