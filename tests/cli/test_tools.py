@@ -85,3 +85,21 @@ def test_narrow_terminal_shows_every_fact_and_cuts_only_summaries(cli: Cli) -> N
     assert lines[status + 1].endswith("…")  # the summary, cut to the terminal's width
     assert lines[status + 2].startswith("ops.campaigns_find")
     assert all(len(line) <= 100 for line in lines)
+
+
+def test_tools_search_ranks_what_a_model_would_find(cli: Cli) -> None:
+    found = cli.json("tools", "--search", "roll back the bad release", "--limit", "3")
+
+    names = [result["name"] for result in found["results"]]
+    assert len(names) == 3
+    assert {"release-rollback", "ops.deploy_rollback"} & set(names[:2])
+    text = cli("tools", "--search", "send an email")
+    assert text.exit_code == 0
+    assert "ops.send_email" in text.stdout.splitlines()[0]
+
+
+def test_tools_search_says_when_nothing_matches(cli: Cli) -> None:
+    result = cli("tools", "--search", "zzzz qqqq")
+
+    assert result.exit_code == 0
+    assert "nothing matches" in result.stdout or "1." in result.stdout

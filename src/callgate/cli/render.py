@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC
+from typing import Any
 
 from rich import box
 from rich.console import Console
 from rich.json import JSON
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
@@ -302,3 +304,25 @@ def print_trifecta(console: Console, report: Mapping[str, list[str]] | None) -> 
     }
     for key, label in labels.items():
         console.print(f"  {label}: {', '.join(report.get(key, []))}")
+
+
+def print_search(out: Console, outcome: Mapping[str, Any]) -> None:
+    """The ranking of ``callgate tools --search``: rank, name, summary, and which
+    rankings found each (BM25, dense)."""
+    results = outcome["results"]
+    if not results:
+        out.print(f"nothing matches {outcome['query']!r}")
+    for result in results:
+        found_by = [
+            f"{label} #{result[key]}"
+            for label, key in (("bm25", "bm25_rank"), ("dense", "dense_rank"))
+            if result[key] is not None
+        ]
+        kind = " (skill)" if result["kind"] == "skill" else ""
+        out.print(
+            f"{result['rank']:>3}. [bold]{escape(result['name'])}[/bold]{kind}  "
+            f"[dim]{', '.join(found_by)}[/dim]"
+        )
+        out.print(f"     {escape(result['summary'])}", overflow="ellipsis", no_wrap=True)
+    if outcome["note"]:
+        out.print(f"[dim]{escape(outcome['note'])}[/dim]")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -11,6 +11,7 @@ from callgate.cli._common import JsonOption, StoreOption, cli_errors, console, p
 from callgate.cli._context import ConfigOption, load
 
 if TYPE_CHECKING:
+    from callgate.config import GateConfig
     from callgate.runtime.gate import Gate
 
 
@@ -32,6 +33,19 @@ def tools(
             "out meet (the lethal trifecta), and which tools bring each.",
         ),
     ] = False,
+    search: Annotated[
+        str | None,
+        typer.Option(
+            "--search",
+            metavar="QUERY",
+            help="Rank the tools (and skills) for QUERY as callgate.search_tools would for "
+            "the config's principal: to check what a model would find.",
+            show_default=False,
+        ),
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=100, metavar="N", help="Results of --search.")
+    ] = 10,
     store: StoreOption = None,
 ) -> None:
     """List the tools: name, risk tier, scopes and a summary, one line each.
@@ -47,7 +61,15 @@ def tools(
 
     del store  # listing needs no store; an in-memory one keeps the real one untouched
     with cli_errors():
-        gate = load(ctx, config).build_gate("memory://")
+        cfg = load(ctx, config)
+        gate = cfg.build_gate("memory://")
+        if search is not None:
+            outcome = asyncio.run(_searched(gate, cfg, search, limit))
+            if as_json:
+                print_json(outcome)
+            else:
+                render.print_search(console(), outcome)
+            return
         if gate.upstreams():
             # Upstream tools are known once their servers answer: connect, list, close.
             asyncio.run(_listed(gate))
@@ -72,3 +94,29 @@ async def _listed(gate: Gate) -> None:
 
     async with opened(gate):
         pass
+
+
+async def _searched(gate: Gate, cfg: GateConfig, query: str, limit: int) -> dict[str, Any]:
+    from callgate.cli._common import opened
+    from callgate.config import local_principal
+
+    async with opened(gate):
+        who = local_principal(gate, cfg.principal)
+        await gate.discovery.wait_for_vectors()
+        found = await gate.discovery.search(who, query, limit=limit)
+    return {
+        "query": query,
+        "dense": found.dense,
+        "note": found.note,
+        "results": [
+            {
+                "rank": rank,
+                "kind": hit.document.kind,
+                "name": hit.document.name,
+                "summary": hit.document.summary,
+                "bm25_rank": hit.bm25_rank,
+                "dense_rank": hit.dense_rank,
+            }
+            for rank, hit in enumerate(found.hits, 1)
+        ],
+    }
