@@ -125,6 +125,20 @@ def text(result: types.CallToolResult) -> str:
 
 
 @pytest.mark.parametrize("mode", MODES)
+async def test_a_call_through_call_tool_is_approved_in_the_client_too(
+    gate: Gate, bank: Bank, mode: str
+) -> None:
+    approver = Approver()
+    async with client(gate, mode, approver) as mcp:
+        result = await mcp.call_tool("callgate__call_tool", {"name": "bank__pay", "arguments": PAY})
+
+    assert not result.is_error, text(result)
+    assert bank.sent == ["acme:bob:5000"]
+    [shown] = approver.shown
+    assert "Approve this call of bank.pay" in shown
+
+
+@pytest.mark.parametrize("mode", MODES)
 async def test_the_user_approves_the_exact_inputs_in_the_client(
     gate: Gate, bank: Bank, mode: str
 ) -> None:

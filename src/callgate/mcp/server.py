@@ -371,9 +371,11 @@ def build_server(
             ctx, logger=params.name, min_level=context.log_level, params=params, replay=replay
         )
         confirmation = Confirmation(gate=gate, principal=caller, sink=sink)
+        # The tool the approval is about: the one a callgate.call_tool call names.
+        target = gate.target(params.name, params.arguments, names) or full
         answered = confirmation.answered() if sink.input_required else None
         if answered is not None:  # the human answered last round's approval question
-            await confirmation.decide(answered[0], full, answered[1])
+            await confirmation.decide(answered[0], target, answered[1])
 
         async def run() -> Envelope:
             # Every round, and the run after an approval, passes the whole chain:
@@ -395,12 +397,12 @@ def build_server(
             request_state=sink.request_state,
             challenge=_scope_challenge(ctx),
         )
-        pending = await confirmation.confirmable(envelope, full)
+        pending = await confirmation.confirmable(envelope, target)
         if pending is not None and (answered is None or pending.id != answered[0]):
             if sink.input_required:
                 return confirmation.ask(round_, pending)
             answer = await confirmation.ask_now(pending)
-            if answer is not None and await confirmation.decide(pending.id, full, answer) != (
+            if answer is not None and await confirmation.decide(pending.id, target, answer) != (
                 "dismissed"
             ):
                 round_.envelope = await run()

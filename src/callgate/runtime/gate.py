@@ -323,6 +323,19 @@ class Gate:
         with self._in_flight:
             return await pipeline.run(call)
 
+    def target(
+        self, tool: str, arguments: Mapping[str, Any] | str | None, names: ToolNames | None = None
+    ) -> str | None:
+        """The full name of the tool :meth:`call` would run for ``tool``: the one a
+        ``callgate.call_tool`` call names, else ``tool``'s own; None if unknown."""
+        full = names.full(tool) if names is not None else tool
+        if full == CALL_TOOL:
+            inner = _inner_call(arguments)
+            if inner is not None:
+                named, _ = self._unwrapped(tool, inner, names)
+                return names.full(named) if names is not None else named
+        return full
+
     def _unwrapped(
         self, tool: str, inner: tuple[str, Any], names: ToolNames | None
     ) -> tuple[str, Any]:
