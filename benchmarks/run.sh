@@ -6,6 +6,8 @@
 #   bash benchmarks/run.sh --profile  # also where the time of a call goes
 #   bash benchmarks/run.sh --serve    # also callgate serve vs the bare SDK server and
 #                                     # FastMCP under wrk (~5 min; needs Debian's wrk)
+#   bash benchmarks/run.sh --discovery  # also tool search on BFCL vs FastMCP's BM25, latency
+#                                     # at 10,000 tools, definition tokens (~10 min)
 #
 # Uses the project's .venv (or $PYTHON). Installs what the benchmarks need and the
 # package does not: the BFCL corpus (bfcl-eval, without its many dependencies)
@@ -40,6 +42,8 @@ agent_args=()
 large_args=()
 profile=0
 serve=0
+discovery=0
+discovery_args=()
 for arg in "$@"; do
     case "$arg" in
         --quick)
@@ -47,10 +51,12 @@ for arg in "$@"; do
             validation_args+=(--rounds 1 --min-seconds 0.05)
             agent_args+=(--turns 5 --rounds 1)
             large_args+=(--rounds 1 --calls 1)
+            discovery_args+=(--quick)
             ;;
         --profile) profile=1 ;;
         --serve) serve=1 ;;
-        *) echo "unknown option $arg (use --quick, --profile, --serve)" >&2; exit 2 ;;
+        --discovery) discovery=1 ;;
+        *) echo "unknown option $arg (use --quick, --profile, --serve, --discovery)" >&2; exit 2 ;;
     esac
 done
 
@@ -74,4 +80,8 @@ if [[ $serve == 1 ]]; then
     fi
     echo
     "$PY" benchmarks/serve_http.py
+fi
+if [[ $discovery == 1 ]]; then
+    echo
+    "$PY" benchmarks/discovery.py "${discovery_args[@]}"
 fi
