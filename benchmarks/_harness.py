@@ -170,3 +170,20 @@ def load() -> str:
     if not hasattr(os, "getloadavg"):
         return "load average unknown"
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: frozenset[int] = frozenset()
+) -> str:
+    """A Markdown table, padded to read well in a terminal too."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [
+            c.rjust(w) if i in numeric else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "| " + " | ".join(padded) + " |"
+
+    rule = ["-" * (w - 1) + ":" if i in numeric else "-" * w for i, w in enumerate(widths)]
+    return "\n".join([line(headers), line(rule), *(line(r) for r in rows)])

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from _bfcl_pool import Pool, Query
+from _harness import table
 
 from callgate.discovery.text import terms
 
@@ -22,23 +23,6 @@ SAME_NAME = "another wording of the right function (same BFCL name)"
 NEAR_DUPLICATE = "a near-duplicate under another name (descriptions share >= half their terms)"
 
 Rankings = Sequence[list[str]]
-
-
-def table(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: frozenset[int] = frozenset()
-) -> str:
-    """A Markdown table, padded to read well in a terminal too."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        padded = [
-            c.rjust(w) if i in numeric else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return "| " + " | ".join(padded) + " |"
-
-    rule = ["-" * (w - 1) + ":" if i in numeric else "-" * w for i, w in enumerate(widths)]
-    return "\n".join([line(headers), line(rule), *(line(r) for r in rows)])
 
 
 def rank_of(name: str, ranked: list[str]) -> int | None:

@@ -53,6 +53,7 @@ from callgate.runtime.validation import ArgumentValidator
 
 # One reader of the corpus for tests and benchmarks: the tests check what it reads.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _harness import table
 from tests.agent.corpus import CorpusMissing, bfcl
 
 TARGET_RATIO = 20.0
@@ -250,23 +251,6 @@ def all_errors_pass(calls: Sequence[tuple[Callable[[Any], Any], Any]]) -> Pass:
             list(errors(args))
 
     return run
-
-
-def table(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: frozenset[int] = frozenset()
-) -> str:
-    """A Markdown table, padded to read well in a terminal too."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        padded = [
-            c.rjust(w) if i in numeric else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return "| " + " | ".join(padded) + " |"
-
-    rule = ["-" * (w - 1) + ":" if i in numeric else "-" * w for i, w in enumerate(widths)]
-    return "\n".join([line(headers), line(rule), *(line(r) for r in rows)])
 
 
 def main() -> None:
