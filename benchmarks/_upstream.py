@@ -52,6 +52,9 @@ tenant = "bench"
 
 [limits]
 max_result_tokens = 2000000
+
+[discovery]
+mode = "direct"
 """
 
 UPSTREAM_TABLE = """

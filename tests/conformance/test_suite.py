@@ -102,7 +102,12 @@ async def _fixture_server(tmp_path: Path) -> AsyncIterator[tuple[str, Process]]:
     """
     config = tmp_path / "conformance.toml"
     # JSON's string escapes are TOML's: the reference is a path, which may need them.
-    config.write_text(f'store = "memory://"\ntoolboxes = [{json.dumps(FIXTURE_TOOLBOXES)}]\n')
+    # Every fixture tool listed, as the suite expects (more than 15 would switch
+    # tools/list to the search meta-tools: docs/discovery.md).
+    config.write_text(
+        f'store = "memory://"\ntoolboxes = [{json.dumps(FIXTURE_TOOLBOXES)}]\n'
+        '[discovery]\nmode = "direct"\n'
+    )
     log = tmp_path / "serve.stderr"
     command = [sys.executable, "-m", "callgate", "serve", "--config", str(config)]
     command += ["--port", "0", "--unprefixed", FIXTURE_TOOLBOX]

@@ -432,7 +432,10 @@ async def test_a_killed_upstream_is_restarted_and_the_others_keep_serving(
 async def test_the_gateway_serves_the_upstreams_over_mcp(servers: Servers, tmp_path: Path) -> None:
     config = write_config(tmp_path, everything(servers), time_server(servers))
     store = f"sqlite:///{tmp_path / 'served.db'}"
-    async with serve_http("-c", str(config), "--store", store) as (url, _process):
+    async with serve_http("-c", str(config), "--store", store, "--discovery", "direct") as (
+        url,
+        _process,
+    ):
         seen: dict[str, set[str]] = {}
         texts: dict[str, str] = {}
         versions: dict[str, str | None] = {}
