@@ -8,6 +8,8 @@
 #                                     # FastMCP under wrk (~5 min; needs Debian's wrk)
 #   bash benchmarks/run.sh --discovery  # also tool search on BFCL vs FastMCP's BM25, latency
 #                                     # at 10,000 tools, definition tokens (~10 min)
+#   bash benchmarks/run.sh --code-mode  # also code mode: five multi-step tasks as tool calls
+#                                     # and as one program, the sandbox's overheads (~1 min)
 #
 # Uses the project's .venv (or $PYTHON). Installs what the benchmarks need and the
 # package does not: the BFCL corpus (bfcl-eval, without its many dependencies)
@@ -44,6 +46,8 @@ profile=0
 serve=0
 discovery=0
 discovery_args=()
+code_mode=0
+code_mode_args=()
 for arg in "$@"; do
     case "$arg" in
         --quick)
@@ -52,11 +56,13 @@ for arg in "$@"; do
             agent_args+=(--turns 5 --rounds 1)
             large_args+=(--rounds 1 --calls 1)
             discovery_args+=(--quick)
+            code_mode_args+=(--quick)
             ;;
         --profile) profile=1 ;;
         --serve) serve=1 ;;
         --discovery) discovery=1 ;;
-        *) echo "unknown option $arg (use --quick, --profile, --serve, --discovery)" >&2; exit 2 ;;
+        --code-mode) code_mode=1 ;;
+        *) echo "unknown option $arg (use --quick, --profile, --serve, --discovery, --code-mode)" >&2; exit 2 ;;
     esac
 done
 
@@ -84,4 +90,12 @@ fi
 if [[ $discovery == 1 ]]; then
     echo
     "$PY" benchmarks/discovery.py "${discovery_args[@]}"
+fi
+if [[ $code_mode == 1 ]]; then
+    if ! has pydantic_monty; then
+        echo "--code-mode needs the sandbox: $PY -m pip install -e '.[code]'" >&2
+        exit 2
+    fi
+    echo
+    "$PY" benchmarks/code_mode.py "${code_mode_args[@]}"
 fi

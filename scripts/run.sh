@@ -7,5 +7,5 @@
 # The extras: postgres for a PostgreSQL store, openai for `callgate run` with
 # --provider openai or openai-compatible (a local model: Ollama, vLLM, llama.cpp).
 set -euo pipefail
-CALLGATE_EXTRAS=postgres,openai,search source "$(dirname "$0")/_env.sh"
+CALLGATE_EXTRAS=postgres,openai,search,code source "$(dirname "$0")/_env.sh"
 exec .venv/bin/callgate serve "$@"

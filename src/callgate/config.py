@@ -62,6 +62,7 @@ from sqlalchemy.exc import ArgumentError
 
 from callgate._refs import RefError, resolve_ref, toolboxes_from
 from callgate.auth.settings import AuthConfigError, AuthSettings, parse_auth
+from callgate.codemode.settings import CodeModeSettings, parse_code_mode
 from callgate.contract import Principal, Toolbox
 from callgate.demo._skills import DEMO_SKILLS
 from callgate.discovery.settings import DiscoverySettings, parse_discovery
@@ -169,6 +170,7 @@ class _ConfigFile(BaseModel):
     """Checked by :func:`callgate.gateway.settings.parse_upstreams`."""
     auth: dict[str, Any] | None = None  # checked by callgate.auth.parse_auth
     discovery: dict[str, Any] = {}  # checked by callgate.discovery.parse_discovery
+    code_mode: dict[str, Any] = {}  # checked by callgate.codemode.parse_code_mode
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -223,6 +225,7 @@ class GateConfig:
         auth: the access tokens ``callgate serve`` accepts (``[auth]``); None: none.
         rate_limits: per-principal and per-tool rate limits (``[limits.rate]``).
         discovery: tool search, disclosure and skills (``[discovery]``).
+        code_mode: programs run by ``callgate.run_code`` (``[code_mode]``).
     """
 
     source: Path | None = None
@@ -238,6 +241,7 @@ class GateConfig:
     auth: AuthSettings | None = None
     rate_limits: RateLimits = field(default_factory=RateLimits)
     discovery: DiscoverySettings = field(default_factory=DiscoverySettings)
+    code_mode: CodeModeSettings = field(default_factory=CodeModeSettings)
 
     @property
     def label(self) -> str:
@@ -312,6 +316,7 @@ class GateConfig:
                 secrets=secrets,
                 rate_limits=self.rate_limits,
                 discovery=self.discovery,
+                code_mode=self.code_mode,
             )
         except SkillError as exc:
             raise ConfigError(f"{self.label}: discovery.skills: {exc}") from None
@@ -355,6 +360,7 @@ def load_config(path: str | os.PathLike[str]) -> GateConfig:
         upstreams=_build_upstreams(parsed.upstreams, str(source), source.parent),
         auth=_build_auth(parsed.auth, str(source), source.parent),
         discovery=_build_discovery(parsed.discovery, str(source), source.parent),
+        code_mode=_build_code_mode(parsed.code_mode, str(source)),
     )
 
 
@@ -495,6 +501,13 @@ def _build_auth(raw: Mapping[str, Any] | None, label: str, base_dir: Path) -> Au
 def _build_discovery(raw: Mapping[str, Any], label: str, base_dir: Path) -> DiscoverySettings:
     try:
         return parse_discovery(raw, label, base_dir=base_dir)
+    except InvalidArgument as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _build_code_mode(raw: Mapping[str, Any], label: str) -> CodeModeSettings:
+    try:
+        return parse_code_mode(raw, label)
     except InvalidArgument as exc:
         raise ConfigError(str(exc)) from None
 

@@ -23,6 +23,7 @@ so that code catching it still does (``except ValueError`` catches a
     │   ├── SkillError [ValueError]           callgate.discovery.skills
     │   │   └── SkillFileError                callgate.discovery.skills
     │   ├── EmbeddingsUnavailable             callgate.discovery.embeddings
+    │   ├── CodeModeUnavailable               callgate.codemode.sandbox
     │   ├── MissingCredentials [ValueError]   callgate.agent.providers
     │   └── ScriptExhausted [RuntimeError]    callgate.agent.model
     ├── RuntimeFailure             something failed while running: no code is wrong
@@ -46,6 +47,7 @@ so that code catching it still does (``except ValueError`` catches a
         │   └── UnknownHandle                 callgate.contract.handles
         ├── PermissionDenied
         ├── BusinessStateError
+        │   └── WaitingForApproval
         ├── TransientError
         │   └── HandleConflict                callgate.contract.handles
         ├── UnknownOutcomeError
@@ -64,6 +66,7 @@ its text never reaches the model.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 
 class ErrorKind(StrEnum):
@@ -158,6 +161,17 @@ class BusinessStateError(ToolError):
     """The request is well-formed and allowed, but the world's state forbids it now."""
 
     kind = ErrorKind.BUSINESS_STATE
+
+
+class WaitingForApproval(BusinessStateError):
+    """The tool's work waits for a person's decision on a call it made through the
+    gate (a program's call, in code mode): its Envelope is ``pending_approval``
+    with ``approval`` (an :class:`~callgate.runtime.envelope.ApprovalRequest`),
+    and calling it again once the approval is decided goes on."""
+
+    def __init__(self, message: str, *, approval: Any, next_step: str | None = None) -> None:
+        super().__init__(message, next_step=next_step)
+        self.approval = approval
 
 
 class TransientError(ToolError):

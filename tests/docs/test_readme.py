@@ -35,6 +35,7 @@ EXPECTED_BLOCKS = {
     ("Your first ten minutes", "bash"): 1,
     ("Your first ten minutes", "python"): 2,
     ("A change that needs a human", "bash"): 1,
+    ("Decide it in the browser", "bash"): 1,
     ("Serve your own tools", "python"): 1,
     ("Serve your own tools", "toml"): 1,
     ("Serve your own tools", "bash"): 1,
@@ -178,6 +179,20 @@ def test_the_approval_story_runs(tmp_path: Path, user_env: dict[str, str]) -> No
     assert "bob@acme.example (acme)" in audit
 
 
+# Decide it in the browser ------------------------------------------------------------
+@pytest.mark.slow
+def test_the_console_section_serves_the_main_job_and_mints_a_link_for_bob(
+    tmp_path: Path, user_env: dict[str, str]
+) -> None:
+    main_job, link = commands(block("Decide it in the browser", "bash").text)
+    assert main_job.split("#")[0].split() == ["bash", "scripts/run.sh"]
+    [step] = run_shell([link], ROOT, user_env)
+    assert step.exit_code == 0, step.stderr
+    assert step.stdout.startswith("http://127.0.0.1:8765/console/login?token="), step.stdout
+    # The approval itself, done by people in a browser:
+    # tests/browser/test_console_browser.py.
+
+
 # Share it with a team -------------------------------------------------------------
 def test_the_auth_table_is_a_valid_config() -> None:
     from callgate.auth import parse_auth
@@ -248,10 +263,10 @@ async def test_your_own_tools_over_mcp(tmp_path: Path) -> None:
         with anyio.fail_after(30):
             async for chunk in process.stderr:
                 said += chunk.decode()
-                if "serving MCP at " in said and said.endswith("\n"):
+                if "sign in to the console as " in said and said.endswith("\n"):
                     break
         lines = said.splitlines()
-        url = lines[-1].split("serving MCP at ", 1)[1]
+        [url] = [line.split("serving MCP at ", 1)[1] for line in lines if "serving MCP" in line]
         with anyio.fail_after(30):
             async with Client(url, mode="legacy") as client:
                 names = {t.name for t in (await client.list_tools()).tools}
@@ -264,6 +279,10 @@ async def test_your_own_tools_over_mcp(tmp_path: Path) -> None:
 
     assert lines[0] == f"callgate: store: sqlite:///{tmp_path / 'shop.db'}"
     assert lines[1:3] == expected[1:3]  # the principal and the toolboxes, as the README says
+    base = url.removesuffix("/mcp")
+    assert lines[4] == expected[4].replace("http://127.0.0.1:8765", base)
+    signed = expected[5].replace("http://127.0.0.1:8765", base).removesuffix("…")
+    assert lines[5].startswith(signed) and len(lines[5]) > len(signed) + 20
     assert {"shop__order_status", "shop__order_cancel"} <= names
     assert result.structured_content == {"order_id": "O-1", "status": "shipped", "tenant": "acme"}
 

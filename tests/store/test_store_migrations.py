@@ -26,6 +26,7 @@ TABLES = {
     "alembic_version",
     "approvals",
     "audit",
+    "console_sessions",
     "handles",
     "idempotency",
     "previews",

@@ -54,6 +54,7 @@ from callgate.agent.messages import (
 )
 from callgate.agent.model import Model, ModelError
 from callgate.agent.names import NameRule, ProviderNames
+from callgate.agent.offer import code_mode_defs, definition_json, described, usable_builtins
 from callgate.agent.runs import (
     CallOutcome,
     EventKind,
@@ -67,14 +68,13 @@ from callgate.agent.runs import (
     cut_refused,
 )
 from callgate.agent.tools import estimate_tokens, result_for, tool_defs
+from callgate.codemode.tool import RUN_CODE
 from callgate.contract import FULL_NAMES, Principal, RiskTier, ToolNames
-from callgate.discovery.meta import DESCRIBE_TOOLS, LOAD_SKILL, meta_tools
+from callgate.discovery.meta import meta_tools
 from callgate.discovery.settings import DiscoveryMode
 from callgate.errors import ErrorKind
-from callgate.runtime.approvals import APPROVAL_STATUS_TOOL
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.gate import Gate
-from callgate.runtime.stages.shape import READ_MORE_TOOL
 from callgate.runtime.suggest import did_you_mean
 from callgate.store.base import RunRecord, RunStatus
 
@@ -86,45 +86,6 @@ class _Stop(Exception):
         super().__init__(reason)
         self.status = status
         self.reason = reason
-
-
-def _usable_builtins(run: RunState) -> list[str]:
-    """callgate's own tools that can be of use in ``run`` so far: ``read_more`` once
-    a result was truncated, ``approval_status`` once a call was parked for approval."""
-    usable: list[str] = []
-    envelopes = [e["envelope"] for e in run.trace if e.get("type") == "tool_call"]
-    if any(envelope.get("truncated") for envelope in envelopes):
-        usable.append(READ_MORE_TOOL)
-    if any(envelope.get("status") == Status.PENDING_APPROVAL.value for envelope in envelopes):
-        usable.append(APPROVAL_STATUS_TOOL)
-    return usable
-
-
-def _definition_json(tool: ToolDef) -> dict[str, Any]:
-    """A tool definition as counted for its tokens (about what providers send)."""
-    return {
-        "name": tool.name,
-        "description": tool.description,
-        "input_schema": dict(tool.input_schema),
-    }
-
-
-def _described(run: RunState) -> list[str]:
-    """Tools the model had described (or a loaded skill named) so far in ``run``,
-    as the model was shown them, in the order they were first described."""
-    out: dict[str, None] = {}
-    for entry in run.trace:
-        if entry.get("type") != "tool_call" or entry["call"].get("name") not in (
-            DESCRIBE_TOOLS,
-            LOAD_SKILL,
-        ):
-            continue
-        payload = entry["envelope"].get("payload")
-        if isinstance(payload, dict):
-            for tool in payload.get("tools") or ():
-                if isinstance(tool, dict) and isinstance(tool.get("name"), str):
-                    out.setdefault(tool["name"])
-    return list(out)
 
 
 def _ending(response: ModelResponse, limits: RunLimits) -> tuple[RunStatus, str]:
@@ -172,9 +133,14 @@ class Agent:
             given, those are offered directly.
         context_window: the model's context window in tokens (None: the gate's
             ``[discovery] context_window``).
+        code_mode: offer ``callgate.run_code`` (with the functions a program may
+            call) instead of the tools: the model writes a program, every call
+            in it governed (see :mod:`callgate.codemode`). The gate must run
+            programs (``Gate(code_mode=...)``).
 
     Raises:
-        ValueError: a name in ``tools`` is not a tool the principal may call.
+        ValueError: a name in ``tools`` is not a tool the principal may call, or
+            ``code_mode`` with a gate that does not run programs.
     """
 
     def __init__(
@@ -192,7 +158,10 @@ class Agent:
         on_event: Callable[[RunEvent], None] | None = None,
         discovery: DiscoveryMode | None = None,
         context_window: int | None = None,
+        code_mode: bool = False,
     ) -> None:
+        if code_mode and gate.sandbox is None:
+            code_mode_defs(gate, principal, builtins=[])  # raises, saying what to do
         self.gate = gate
         self.model = model
         self.principal = principal
@@ -205,24 +174,33 @@ class Agent:
         self._on_event = on_event
         self._discovery = discovery
         self._context_window = context_window
+        self._code_mode = code_mode
 
     def _tools(self, run: RunState) -> tuple[ToolDef, ...]:
         # Recomputed per request: toolboxes may change, scopes are checked anyway.
         shown = self._names(run)
+        if self._code_mode:
+            return code_mode_defs(
+                self.gate,
+                self.principal,
+                strict=self._strict,
+                shown=shown,
+                builtins=usable_builtins(run),
+            )
         direct = tool_defs(
             self.gate,
             self.principal,
             names=self._tool_names,
             strict=self._strict,
             shown=shown,
-            builtins=_usable_builtins(run),
+            builtins=usable_builtins(run),
         )
         if self._tool_names is not None or self.disclosure(direct) == "direct":
             return direct
         discovery = self.gate.discovery
         named = [spec.name for spec in discovery.pinned(self.principal)]
         if discovery.settings.expose_described:
-            named += [shown.full(n) or n for n in _described(run)]
+            named += [shown.full(n) or n for n in described(run)]
         offered = {spec.name for spec in self.gate.tools(self.principal, builtin=False)}
         return tool_defs(
             self.gate,
@@ -230,14 +208,14 @@ class Agent:
             names=list(dict.fromkeys(name for name in named if name in offered)),
             strict=self._strict,
             shown=shown,
-            builtins=[*meta_tools(discovery), *_usable_builtins(run)],
+            builtins=[*meta_tools(discovery), *usable_builtins(run)],
         )
 
     def disclosure(self, definitions: Sequence[ToolDef]) -> Literal["direct", "search"]:
         """Whether the model is offered ``definitions`` (every tool) or the meta-tools."""
         return self.gate.discovery.settings.choose(
             tools=len(definitions),
-            tokens=estimate_tokens([_definition_json(d) for d in definitions]),
+            tokens=estimate_tokens([definition_json(d) for d in definitions]),
             requested=self._discovery,
             context_window=self._context_window,
         )
@@ -252,7 +230,7 @@ class Agent:
         offered = list(self._tool_names or ())
         if self._tool_names is None:
             offered = [spec.name for spec in self.gate.tools(self.principal, builtin=False)]
-        return ProviderNames([*offered, *_usable_builtins(run)], rule)
+        return ProviderNames([*offered, *usable_builtins(run), RUN_CODE], rule)
 
     def _emit(self, run: RunState, kind: EventKind, text: str = "", **data: Any) -> None:
         if self._on_event is not None:
@@ -269,11 +247,18 @@ class Agent:
             offered = [spec.name for spec in self.gate.tools(self.principal, builtin=False)]
             if self._tool_names is not None:
                 offered = [name for name in offered if name in self._tool_names]
+            if self._code_mode:
+                offered = [RUN_CODE]
             if self.tool_choice.name not in offered:
                 raise ValueError(
                     f"the forced tool {self.tool_choice.name!r} is not a tool "
                     f"{self.principal.user} may call here."
                     + did_you_mean(self.tool_choice.name, offered)
+                    + (
+                        f" In code mode the model is offered {RUN_CODE} alone."
+                        if self._code_mode
+                        else ""
+                    )
                 )
         run = RunState(
             id="run_" + secrets.token_urlsafe(12),
@@ -387,7 +372,7 @@ class Agent:
         )
         run.turn += 1
         run.usage.requests += 1
-        definitions = [_definition_json(t) for t in tools]
+        definitions = [definition_json(t) for t in tools]
         definition_tokens = estimate_tokens(definitions)
         run.trace.append(
             {

@@ -61,6 +61,14 @@ DiscoveryOption = Annotated[
         show_default=False,
     ),
 ]
+CodeModeOption = Annotated[
+    bool,
+    typer.Option(
+        "--code-mode",
+        help="Offer callgate.run_code: the model writes a short Python program, run in a "
+        "sandbox, and every tool call in it passes the chain (as enabled = true in the code_mode table of the config).",
+    ),
+]
 StoreOption = Annotated[
     str | None,
     typer.Option(

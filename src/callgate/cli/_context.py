@@ -63,9 +63,11 @@ def load(
     *,
     demo_default: bool = True,
     discovery: str | None = None,
+    code_mode: bool = False,
 ) -> GateConfig:
     """The config file named by the options, else the demo (or an empty) config;
-    with ``discovery`` (``--discovery``), its disclosure mode replaced.
+    with ``discovery`` (``--discovery``), its disclosure mode replaced; with
+    ``code_mode`` (``--code-mode``), programs enabled.
 
     Raises:
         ConfigError: the file cannot be used.
@@ -78,6 +80,9 @@ def load(
         loaded = load_config(path)
     else:
         loaded = default_config() if demo_default else GateConfig()
+    if code_mode:
+        enabled = dataclasses.replace(loaded.code_mode, enabled=True)
+        loaded = dataclasses.replace(loaded, code_mode=enabled)
     if discovery is None:
         return loaded
     if discovery not in ("auto", "direct", "search"):

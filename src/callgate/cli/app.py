@@ -36,6 +36,7 @@ from callgate.cli._context import (
 from callgate.cli._help import HelpGroup
 from callgate.cli.approvals import approvals_app
 from callgate.cli.call import call
+from callgate.cli.console import console_app
 from callgate.cli.run import run
 from callgate.cli.serve import serve
 from callgate.cli.tools import tools
@@ -61,6 +62,7 @@ app = typer.Typer(
 for command in (serve, run, tools, call, upstreams):
     app.command()(command)
 app.add_typer(approvals_app)
+app.add_typer(console_app)
 
 
 def _version(value: bool) -> None:

@@ -26,6 +26,7 @@ from callgate.cli._common import (
     EXIT_STOPPED,
     EXIT_WAITING,
     CliError,
+    CodeModeOption,
     DiscoveryOption,
     JsonOption,
     StoreOption,
@@ -331,6 +332,7 @@ def run(
         bool, typer.Option("--sequential", help="Run every call alone, reads included.")
     ] = False,
     discovery: DiscoveryOption = None,
+    code_mode: CodeModeOption = False,
     as_json: JsonOption = False,
     config: ConfigOption = None,
     store: StoreOption = None,
@@ -349,7 +351,7 @@ def run(
     with cli_errors():
         if (prompt is None) == (resume is None):
             raise CliError("give a PROMPT, or --resume RUN_ID (not both)")
-        cfg = load(ctx, config, discovery=discovery)
+        cfg = load(ctx, config, discovery=discovery, code_mode=code_mode)
         serves_demo = config_path(ctx, config) is None
         store = store_option(ctx, store)
         limits = RunLimits(
@@ -386,6 +388,7 @@ def run(
                     limits=limits,
                     on_event=None if as_json else _Printer(out),
                     progress=Console(stderr=True, highlight=False),
+                    code_mode=code_mode,
                 )
             )
     if as_json:
@@ -467,6 +470,7 @@ async def _run(
     limits: RunLimits,
     on_event: Any,
     progress: Console,
+    code_mode: bool = False,
 ) -> RunResult:
     from callgate.agent.loop import Agent
     from callgate.agent.messages import ForcedTool
@@ -496,6 +500,7 @@ async def _run(
             temperature=temperature,
             limits=limits,
             on_event=on_event,
+            code_mode=code_mode,
         )
         if resume is not None:
             try:

@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from callgate.cli._common import CliError, DiscoveryOption, StoreOption, cli_errors, opened
+from callgate.cli._common import (
+    CliError,
+    CodeModeOption,
+    DiscoveryOption,
+    StoreOption,
+    cli_errors,
+    opened,
+)
 from callgate.cli._context import (
     ConfigOption,
     RolesOption,
@@ -38,6 +45,7 @@ if TYPE_CHECKING:
     import uvicorn
     from mcp.server import Server
 
+    from callgate.contract import Principal
     from callgate.runtime.gate import Gate
 
 DEFAULT_HOST = "127.0.0.1"
@@ -97,6 +105,7 @@ def serve(
         ),
     ] = DEFAULT_BODY_TIMEOUT,
     discovery: DiscoveryOption = None,
+    code_mode: CodeModeOption = False,
     insecure_no_auth: Annotated[
         bool,
         typer.Option(
@@ -124,7 +133,7 @@ def serve(
     from callgate.mcp import LOOPBACK_HOSTS, build_server
 
     with cli_errors():
-        cfg = load(ctx, config, discovery=discovery)
+        cfg = load(ctx, config, discovery=discovery, code_mode=code_mode)
         exposed = not stdio and host not in LOOPBACK_HOSTS
         if exposed and cfg.auth is None and not insecure_no_auth:
             raise CliError(
@@ -193,6 +202,7 @@ def serve(
                         port=port,
                         body_timeout=body_timeout,
                         identity=identity,
+                        local=who if identity is None else None,
                     )
                 )
 
@@ -319,6 +329,22 @@ def serving(app: Any) -> uvicorn.Server:
     return _Uvicorn(uvicorn.Config(app, log_level="warning", lifespan="on", log_config=None))
 
 
+async def announce_console(console: Any, base: str, local: Principal | None) -> None:
+    """Print the console's URL, and a one-time sign-in link for ``local`` (the one
+    local principal, when requests carry no identity of their own)."""
+    from callgate.console.web import PREFIX
+
+    print(f"callgate: console at {base}{PREFIX}", file=sys.stderr)
+    if local is not None:
+        token = await console.state.console.sessions.mint_link(local)
+        print(
+            f"callgate: sign in to the console as {local.user} (once, within 15 minutes): "
+            f"{base}{PREFIX}/login?token={token}",
+            file=sys.stderr,
+        )
+    sys.stderr.flush()
+
+
 async def _serve_http(
     gate: Gate,
     mcp_server: Server[Any],
@@ -327,8 +353,10 @@ async def _serve_http(
     port: int,
     body_timeout: float,
     identity: HttpIdentity | None = None,
+    local: Principal | None = None,
 ) -> None:
-    from callgate.mcp import MCP_PATH, streamable_http_app
+    from callgate.console.web import console_app, with_console
+    from callgate.mcp import LOOPBACK_HOSTS, MCP_PATH, streamable_http_app
 
     app: Any
     health = health_route(gate)
@@ -344,6 +372,12 @@ async def _serve_http(
             routes=[*identity.routes, health],
         )
         app = identity.with_approvals(gate, app)
+    console = console_app(
+        gate,
+        authenticate=identity.authenticate if identity is not None else None,
+        secure=host not in LOOPBACK_HOSTS,
+    )
+    app = with_console(console, app)
     try:
         # Bound here, not by uvicorn, so the URL (with the real port for --port 0)
         # is printed once connections are accepted into the backlog.
@@ -357,6 +391,7 @@ async def _serve_http(
             _upstream_summary(gate)
             shown = f"[{host}]" if ":" in host else host
             print(f"callgate: serving MCP at http://{shown}:{bound}{MCP_PATH}", file=sys.stderr)
+            await announce_console(console, f"http://{shown}:{bound}", local)
             sys.stderr.flush()
             try:
                 await server.serve(sockets=[sock])

@@ -19,6 +19,8 @@ passes the governed chain (validated, rate-limited, audited) like any call:
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
@@ -36,6 +38,7 @@ __all__ = [
     "READ_SKILL_FILE",
     "SEARCH_TOOLS",
     "add_meta_tools",
+    "inner_call",
     "meta_tools",
 ]
 
@@ -299,3 +302,22 @@ def add_meta_tools(box: Toolbox, discovery: Discovery) -> None:
             size=file.size,
             truncated=file.truncated,
         )
+
+
+def inner_call(arguments: Any) -> tuple[str, Any] | None:
+    """The tool and arguments a well-formed ``callgate.call_tool`` call names; None
+    for anything else (the call then runs as itself, and its validation or body
+    says what is wrong)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return None
+    if not isinstance(arguments, Mapping) or not set(arguments) <= {"name", "arguments"}:
+        return None
+    name, inner = arguments.get("name"), arguments.get("arguments")
+    if not isinstance(name, str) or not name:
+        return None
+    if inner is None:
+        inner = {}
+    return (name, dict(inner)) if isinstance(inner, Mapping) else None

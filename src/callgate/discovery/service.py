@@ -31,7 +31,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from callgate.discovery.index import Document, Hit, SearchIndex, function_document, tool_document
+from callgate.discovery.index import (
+    VECTOR_RECIPE,
+    Document,
+    Hit,
+    SearchIndex,
+    function_document,
+    tool_document,
+)
 from callgate.discovery.settings import DiscoverySettings
 from callgate.discovery.text import terms
 
@@ -199,7 +206,8 @@ class Discovery:
         if not missing:
             return
         digests = [doc.digest for doc in missing]
-        cached = await self._store.get_vectors(encoder.name, digests)
+        key = f"{encoder.name}/{VECTOR_RECIPE}"
+        cached = await self._store.get_vectors(key, digests)
         if cached:
             self.index.add_vectors(
                 {d: np.frombuffer(blob, dtype=np.float32) for d, blob in cached.items()}
@@ -209,7 +217,7 @@ class Discovery:
             if not made:
                 break
             await self._store.put_vectors(
-                encoder.name,
+                key,
                 {d: np.asarray(v, dtype=np.float32).tobytes() for d, v in made.items()},
             )
 

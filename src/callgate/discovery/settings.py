@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
+from callgate._tables import parse_table
 from callgate.errors import InvalidArgument
 
 __all__ = [
@@ -181,12 +181,7 @@ def parse_discovery(raw: Mapping[str, Any], label: str, *, base_dir: Path) -> Di
     Raises:
         InvalidArgument: an unknown key or a bad value (the message names it).
     """
-    try:
-        parsed = _DiscoveryFile.model_validate(dict(raw))
-    except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise InvalidArgument(f"{label}: discovery.{where}: {first['msg']}") from None
+    parsed = parse_table(_DiscoveryFile, raw, label, "discovery")
     for index, rule in enumerate(parsed.rules):
         if not (rule.tools or rule.tags or rule.risk):
             raise InvalidArgument(

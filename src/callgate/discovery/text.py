@@ -28,7 +28,7 @@ import threading
 from collections.abc import Iterator
 from functools import lru_cache
 
-__all__ = ["terms", "words"]
+__all__ = ["name_words", "terms", "words"]
 
 # Runs of the scripts written without spaces between words.
 _CJK = (
@@ -89,3 +89,15 @@ def terms(text: str) -> list[str]:
     for token in words(text):
         out.extend(_word_terms(token))
     return out
+
+
+def name_words(identifier: str) -> str:
+    """An identifier as the words a person reads in it, lowercased and unstemmed:
+    ``ops.getDeployStatus`` -> ``ops get deploy status``."""
+    out: list[str] = []
+    for token in words(identifier):
+        if _IS_CJK.match(token) or not token.isascii():
+            out.append(token.lower())
+        else:
+            out.extend(part.lower() for part in _CAMEL.findall(token) or [token])
+    return " ".join(out)

@@ -181,8 +181,10 @@ async def _require(call: Call, verdict: Verdict) -> Envelope | None:
     if existing is None or not is_live(existing, call.now()):
         return await park(call, verdict)
     if existing.state == "pending":
+        call.detail["approval_pending"] = existing.id
         return pending_envelope(call, existing)
     if existing.state == "denied":
+        call.detail["approval_denied"] = existing.id
         why = existing.note or "no reason given"
         return call.fail(
             ErrorKind.PERMISSION,

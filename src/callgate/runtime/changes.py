@@ -201,6 +201,32 @@ async def unchanged(call: Call, change: ChangeBinding) -> Envelope | None:
     return None
 
 
+async def impact_now(services: Any, preview: PreviewRecord) -> Any:
+    """What the preview of ``preview``'s change computes now, on its stored arguments,
+    for its requester: a person about to approve sees whether the world moved.
+
+    Raises:
+        LookupError: the change's tool or previewer is gone.
+        Exception: whatever the previewer raises; TimeoutError past its timeout.
+    """
+    from callgate.contract import Principal
+
+    spec = services.registry.get(preview.change)
+    change = spec.change if spec is not None else None
+    if change is None or change.previewer is None:
+        raise LookupError(f"{preview.change} has no preview to run again")
+    call = Call(
+        services=services,
+        tool_name=spec.name,
+        raw_arguments=None,
+        principal=Principal(preview.user, preview.tenant),
+    )
+    call.spec = spec
+    call.preview = preview
+    async with asyncio.timeout(call.effective_timeout()):
+        return await _run_helper(call, change.previewer)
+
+
 async def keep_preview(call: Call, change: ChangeBinding, impact: Any) -> dict[str, Any]:
     """Keep the preview, decide the apply's policy now, and say what comes next."""
     services = call.services

@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import platformdirs
 
 from callgate import access
 from callgate.clock import Clock
+from callgate.codemode.settings import CodeModeSettings
+from callgate.codemode.suspend import program_waiting_on
+from callgate.codemode.tool import RUN_CODE
 from callgate.contract import Principal, Toolbox, ToolNames, ToolSink, ToolSpec
 from callgate.contract.toolbox import ConnectedToolbox
-from callgate.discovery.meta import CALL_TOOL, add_meta_tools
+from callgate.discovery.meta import CALL_TOOL, add_meta_tools, inner_call
 from callgate.discovery.service import Discovery
 from callgate.discovery.settings import DiscoverySettings
 from callgate.errors import InvalidArgument
 from callgate.ratelimit import RateLimiter, RateLimits
-from callgate.runtime import pipeline
+from callgate.runtime import changes, pipeline
 from callgate.runtime._sync import LoopThread, closed, closes_at_exit
 from callgate.runtime.approvals import ApprovalError, Approvals
 from callgate.runtime.builtin import BUILTIN_TOOLBOX, builtin_toolbox
@@ -38,6 +40,10 @@ from callgate.runtime.stages.shape import READ_MORE_TOOL
 from callgate.store import AuditRecord, GroupCommitter, MemoryStore, SQLStore, Store
 from callgate.store.backlog import WriteBacklog
 from callgate.store.base import RunRecords, TaskRecords
+from callgate.store.console_records import ReadRecords
+
+if TYPE_CHECKING:
+    from callgate.codemode.sandbox import Sandbox
 
 STORE_ENV = "CALLGATE_STORE"
 MAX_KEY_CHARS = 255
@@ -94,6 +100,8 @@ class Gate:
             the store's PostgreSQL or Redis); none if None.
         discovery: how tools are disclosed and searched, and the skills
             (``[discovery]``, :mod:`callgate.discovery`); the defaults if None.
+        code_mode: ``callgate.run_code`` and its limits (``[code_mode]``,
+            :mod:`callgate.codemode`); off if None.
 
     Raises:
         InvalidArgument: a name given both in ``context`` and in ``secrets``.
@@ -113,6 +121,7 @@ class Gate:
         clock: Clock | None = None,
         rate_limits: RateLimits | None = None,
         discovery: DiscoverySettings | None = None,
+        code_mode: CodeModeSettings | None = None,
     ) -> None:
         self.store: Store = (
             store
@@ -127,6 +136,8 @@ class Gate:
         self.policy = policy or Policy()
         self.rate_limits = rate_limits if rate_limits is not None and rate_limits.enabled else None
         self.registry = Registry(toolboxes)
+        self.sandbox: Sandbox | None = None
+        """Where programs run (``callgate.run_code``); None without code mode."""
         settings = discovery or DiscoverySettings()
         skills = {}
         if settings.skills:
@@ -142,6 +153,12 @@ class Gate:
         if self.registry.get(READ_MORE_TOOL) is None:
             box = builtin_toolbox(self.store, self.limits, self.registry, clock=self.clock)
             add_meta_tools(box, self.discovery)
+            if code_mode is not None and code_mode.enabled:
+                from callgate.codemode.sandbox import Sandbox
+                from callgate.codemode.tool import add_code_tools
+
+                self.sandbox = Sandbox(code_mode)
+                add_code_tools(box, self, self.sandbox)
             self.registry.add(box)
         clash = set(context or {}) & set(secrets or {})
         if clash:
@@ -217,6 +234,8 @@ class Gate:
         services, self._services = self._services, None
         if services is not None:
             await self.discovery.aclose()
+            if self.sandbox is not None:
+                await self.sandbox.aclose()
             await asyncio.gather(*(box.aclose() for box in self.upstreams()))
             await services.committer.aclose()
             await services.backlog.aclose()
@@ -262,6 +281,7 @@ class Gate:
         trace_id: str | None = None,
         sink: ToolSink | None = None,
         names: ToolNames | None = None,
+        parent_call_id: str | None = None,
     ) -> Envelope:
         """Run one call through the chain and return its Envelope.
 
@@ -288,6 +308,8 @@ class Gate:
                 ``tool`` is looked up through it, and every text the model reads
                 (close matches, next steps, hints) names tools its way. The
                 Envelope, the audit and policy keep the full names.
+            parent_call_id: the call this one is made from (a program's
+                ``callgate.run_code`` call), kept in the audit's detail.
 
         Raises:
             InvalidArgument: a bad ``timeout`` or ``idempotency_key`` (a ValueError).
@@ -303,7 +325,7 @@ class Gate:
         await self.open()
         assert self._services is not None
         if (names.full(tool) if names is not None else tool) == CALL_TOOL:
-            inner = _inner_call(arguments)
+            inner = inner_call(arguments)
             if inner is not None:
                 tool, arguments = self._unwrapped(tool, inner, names)
         call = Call(
@@ -320,6 +342,8 @@ class Gate:
             call.names = names
         if trace_id:
             call.trace_id = trace_id
+        if parent_call_id is not None:
+            call.detail["parent_call_id"] = parent_call_id
         with self._in_flight:
             return await pipeline.run(call)
 
@@ -330,7 +354,7 @@ class Gate:
         ``callgate.call_tool`` call names, else ``tool``'s own; None if unknown."""
         full = names.full(tool) if names is not None else tool
         if full == CALL_TOOL:
-            inner = _inner_call(arguments)
+            inner = inner_call(arguments)
             if inner is not None:
                 named, _ = self._unwrapped(tool, inner, names)
                 return names.full(named) if names is not None else named
@@ -443,10 +467,20 @@ class Gate:
         assert self._services is not None
         return Approvals(self.store, audit=self._services.committer, clock=self.clock)
 
+    async def impact_now(self, preview_id: str) -> Any:
+        """A preview's impact computed again now (:func:`changes.impact_now`); raises
+        LookupError for an unknown preview or a change without a previewer."""
+        await self.open()
+        preview = await self.store.get_preview(preview_id)
+        if preview is None:
+            raise LookupError(f"no preview {preview_id}")
+        return await changes.impact_now(self._services, preview)
+
     async def resume(
         self, approval_id: str, *, principal: Principal, session_id: str | None = None
     ) -> Envelope:
-        """Run an approved call: exactly the parked arguments, through the whole chain.
+        """Run an approved call: exactly the parked arguments, through the whole chain
+        (for a program's call, the program goes on where it waited).
 
         The call is authorized again with ``principal`` as it is now, and the
         approval is consumed by this one run; pending or denied approvals answer
@@ -463,6 +497,13 @@ class Gate:
             raise ApprovalError(
                 f"{approval_id} was filed by another user or tenant", code="unknown"
             )
+        if self.sandbox is not None:  # a program's call: the program goes on
+            program = await program_waiting_on(self.store, principal, approval_id)
+            if program is not None:
+                code, session = program
+                return await self.call(
+                    RUN_CODE, {"code": code}, principal=principal, session_id=session
+                )
         return await self.call(
             record.tool,
             record.model_arguments,
@@ -508,6 +549,11 @@ class Gate:
         await self.open()
         return self.store
 
+    async def records(self) -> ReadRecords:
+        """What the console reads: the audit filtered, runs, tasks, kept results, its sessions."""
+        await self.open()
+        return self.store
+
     async def outcomes(self, tool_prefix: str, *, since: datetime) -> tuple[int, int]:
         """Calls of the tools whose full names start with ``tool_prefix`` (``time.``:
         an upstream's) recorded since ``since``, and how many of them failed: from
@@ -526,25 +572,6 @@ class Gate:
         """Audit records oldest first: the newest ``tail``, or those of one call."""
         await self.open()
         return await self.store.list_audit(tail=tail, call_id=call_id)
-
-
-def _inner_call(arguments: Any) -> tuple[str, Any] | None:
-    """The tool and arguments a well-formed ``callgate.call_tool`` call names; None
-    for anything else (the call then runs as itself, and its validation or body
-    says what is wrong)."""
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            return None
-    if not isinstance(arguments, Mapping) or not set(arguments) <= {"name", "arguments"}:
-        return None
-    name, inner = arguments.get("name"), arguments.get("arguments")
-    if not isinstance(name, str) or not name:
-        return None
-    if inner is None:
-        inner = {}
-    return (name, dict(inner)) if isinstance(inner, Mapping) else None
 
 
 class _InFlight:

@@ -34,6 +34,8 @@ def audit_record(call: Call, *, phase: AuditPhase, envelope: Envelope | None = N
         )
     if envelope is not None and envelope.raw_ref:
         detail["raw_ref"] = envelope.raw_ref
+    if call.approval_id is not None:
+        detail.setdefault("approval_used", call.approval_id)
     if envelope is not None and envelope.replayed:
         detail["replay_of"] = envelope.call_id
     return AuditRecord(

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from callgate.clock import Clock
+from callgate.store.console_records import ConsoleRecords
 from callgate.store.search_records import SearchRecords
 
 AuditPhase = Literal["intent", "final", "decision", "late"]
@@ -312,7 +313,7 @@ class RunRecords(Protocol):
 
 
 @runtime_checkable
-class Store(SearchRecords, Protocol):
+class Store(SearchRecords, ConsoleRecords, Protocol):
     """Persistence used by the gate. All methods are safe under concurrency.
 
     Tool search's records (embedding vectors, usage per tool) are declared in

@@ -8,6 +8,7 @@ nothing outlives the process.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -31,6 +32,8 @@ from callgate.store.base import (
     TaskRecord,
     TaskStatus,
 )
+from callgate.store.console_records import ConsoleSession
+from callgate.store.memory_console import MemoryConsoleRecords
 from callgate.store.memory_search import MemorySearchRecords
 
 __all__ = ["MemoryStore"]
@@ -47,7 +50,7 @@ def _json(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-class MemoryStore(MemorySearchRecords):
+class MemoryStore(MemorySearchRecords, MemoryConsoleRecords):
     """The :class:`~callgate.store.base.Store` in a few dicts.
 
     Every method checkpoints once (as a real store awaits I/O), then runs without
@@ -59,6 +62,11 @@ class MemoryStore(MemorySearchRecords):
         self.clock = clock
         """What time it is when deciding what has expired."""
         self._audit: list[AuditRecord] = []
+        # Per-session counts, kept as records are appended: the duplicate-call and
+        # retry checks ask on every call, and a scan of a long audit costs
+        # hundreds of microseconds a call.
+        self._session_calls: Counter[tuple[str, str, str | None]] = Counter()
+        self._session_retries: Counter[str] = Counter()
         self._idempotency: dict[str, IdempotencyRecord] = {}
         self._results: dict[str, StoredResult] = {}
         self._approvals: dict[str, ApprovalRecord] = {}
@@ -69,6 +77,7 @@ class MemoryStore(MemorySearchRecords):
         self._listings: dict[str, tuple[str, Any]] = {}
         self._handles: dict[str, HandleRecord] = {}
         self._vectors: dict[tuple[str, str], bytes] = {}
+        self._console_sessions: dict[str, ConsoleSession] = {}
 
     async def __aenter__(self) -> MemoryStore:
         await self.open()
@@ -111,6 +120,12 @@ class MemoryStore(MemorySearchRecords):
             replace(r, at=at, dropped_fields=tuple(r.dropped_fields), detail=detail, seq=start + i)
             for i, (r, (at, detail)) in enumerate(zip(records, checked, strict=True))
         )
+        for r in records:
+            if r.session_id is None or r.phase != "final":
+                continue
+            if r.status == "ok":
+                self._session_calls[(r.session_id, r.tool, r.args_hash)] += 1
+            self._session_retries[r.session_id] += max(r.attempts - 1, 0)
 
     async def list_audit(
         self, *, tail: int | None = None, call_id: str | None = None
@@ -134,23 +149,11 @@ class MemoryStore(MemorySearchRecords):
 
     async def count_session_calls(self, session_id: str, tool: str, args_hash: str) -> int:
         await checkpoint()
-        return sum(
-            1
-            for r in self._audit
-            if r.session_id == session_id
-            and r.tool == tool
-            and r.args_hash == args_hash
-            and r.phase == "final"
-            and r.status == "ok"
-        )
+        return self._session_calls[(session_id, tool, args_hash)]
 
     async def session_retries(self, session_id: str) -> int:
         await checkpoint()
-        return sum(
-            max(r.attempts - 1, 0)
-            for r in self._audit
-            if r.session_id == session_id and r.phase == "final"
-        )
+        return self._session_retries[session_id]
 
     # idempotency -----------------------------------------------------------
     async def claim_idempotency(self, record: IdempotencyRecord) -> IdempotencyRecord | None:

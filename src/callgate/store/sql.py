@@ -53,6 +53,7 @@ from callgate.store.engine import (
     upgrade,
 )
 from callgate.store.pg_audit import AuditStatement
+from callgate.store.sql_console import SQLConsoleRecords
 from callgate.store.sql_handles import HandleRecords
 from callgate.store.sql_rates import SQLRateRecords
 from callgate.store.sql_records import HumanLoopRecords
@@ -88,7 +89,14 @@ class _JSONText(TypeDecorator[str]):
         return None
 
 
-class SQLStore(HumanLoopRecords, HandleRecords, RunRecords, SQLRateRecords, SQLSearchRecords):
+class SQLStore(
+    HumanLoopRecords,
+    HandleRecords,
+    RunRecords,
+    SQLRateRecords,
+    SQLSearchRecords,
+    SQLConsoleRecords,
+):
     """The :class:`~callgate.store.base.Store` on SQLite or PostgreSQL.
 
     Example:

@@ -32,6 +32,7 @@ __all__ = [
     "approvals",
     "as_utc",
     "audit",
+    "console_sessions",
     "handles",
     "idempotency",
     "metadata",
@@ -116,6 +117,13 @@ audit = Table(
     Column("detail", JSON, nullable=False),
     Index(None, "call_id"),
     Index(None, "session_id", "tool", "args_hash"),
+    # The console's filters, each newest first by seq (docs/console-queries.md shows the plans).
+    Index(None, "tenant", "seq"),
+    Index(None, "tool", "seq"),
+    Index(None, "user", "seq"),
+    Index(None, "outcome", "seq"),
+    Index(None, "trace_id"),
+    Index(None, "at", "seq"),
 )
 
 idempotency = Table(
@@ -175,6 +183,11 @@ approvals = Table(
     Column("result", JSON(none_as_null=True)),
     Index(None, "tool", "args_hash", "user", "tenant"),
     Index(None, "state", "created_at"),
+    # The console's inbox: a tenant's pending requests, and its (an admin: every
+    # tenant's) latest ones whatever their state (docs/console-queries.md).
+    Index(None, "tenant", "state", "created_at"),
+    Index(None, "tenant", "created_at"),
+    Index(None, "created_at"),
 )
 
 previews = Table(
@@ -226,6 +239,7 @@ tasks = Table(
     Column("lease_until", UTCDateTime),
     Column("envelope", JSON(none_as_null=True)),
     Index(None, "status", "lease_until"),
+    Index(None, "tenant", "created_at"),
 )
 
 handles = Table(
@@ -256,6 +270,7 @@ agent_runs = Table(
     Column("state", JSON, nullable=False),
     Column("trace", JSON, nullable=False),
     Index(None, "status", "updated_at"),
+    Index(None, "tenant", "created_at"),
 )
 
 upstream_listings = Table(
@@ -289,4 +304,19 @@ search_vectors = Table(
     Column("vector", LargeBinary, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     PrimaryKeyConstraint("model", "digest"),
+)
+
+console_sessions = Table(
+    # The web console's sign-ins: one-time links and browser sessions, by the
+    # SHA-256 of the secret the browser holds (never the secret itself).
+    "console_sessions",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("kind", String, nullable=False),
+    Column("principal", JSON, nullable=False),
+    Column("csrf", String, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("detail", JSON, nullable=False),
+    Index(None, "expires_at"),
 )

@@ -24,11 +24,17 @@ from callgate.contract.context import (
     LogLevel,
     Root,
 )
-from callgate.errors import ErrorKind, ToolError, TransientError
+from callgate.errors import ErrorKind, ToolError, TransientError, WaitingForApproval
 from callgate.runtime import approvals, idempotency
 from callgate.runtime.call import Call
 from callgate.runtime.deadline import Deadline
-from callgate.runtime.envelope import Envelope, ErrorInfo, InputRequest, Status
+from callgate.runtime.envelope import (
+    ApprovalRequest,
+    Envelope,
+    ErrorInfo,
+    InputRequest,
+    Status,
+)
 from callgate.runtime.invoke import run_tool
 from callgate.runtime.recording import audit_record
 from callgate.runtime.runner import NotStarted, Overran, Unresponsive
@@ -165,6 +171,23 @@ def _asking(call: Call, requests: Mapping[str, Mapping[str, Any]]) -> Envelope:
     )
 
 
+def _waiting(call: Call, exc: WaitingForApproval) -> Envelope:
+    """The tool's work waits for a person's decision on a call it made (code mode)."""
+    approval = exc.approval
+    if not isinstance(approval, ApprovalRequest):
+        approval = ApprovalRequest.model_validate(approval)
+    call.detail["waits_for"] = approval.approval_id
+    return call.envelope(
+        Status.PENDING_APPROVAL,
+        approval=approval,
+        error=ErrorInfo(
+            kind=ErrorKind.BUSINESS_STATE,
+            message_for_model=call.in_callers_names(exc.message) or "",
+            next_step=call.in_callers_names(exc.next_step),
+        ),
+    )
+
+
 MIN_ATTEMPT = 0.05
 """Seconds an attempt needs at least to be worth starting."""
 
@@ -265,6 +288,8 @@ async def _attempt(call: Call, timeout: float, *, reported: float, hard_deadline
             return _asking(call, exc.requests)
         call.detail.setdefault("errors", []).append(f"{type(exc).__name__}: {exc.message}")
         return _Failure(exc.kind, exc.message)
+    except WaitingForApproval as exc:
+        return _waiting(call, exc)
     except ToolError as exc:
         call.detail.setdefault("errors", []).append(f"{type(exc).__name__}: {exc.message}")
         return _Failure(

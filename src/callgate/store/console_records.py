@@ -1,0 +1,205 @@
+"""What the web console (and the CLI) read from the store beyond single records:
+the audit filtered and paged, per-tool figures, runs and tasks listed, and the
+console's sign-in sessions.
+
+Part of :class:`~callgate.store.base.Store` (which extends this protocol). Which
+records a principal may see is decided by :func:`callgate.access.record_scope`;
+the store only applies the :class:`Scope` it is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:  # base extends this protocol
+    from callgate.store.base import (
+        AuditRecord,
+        IdempotencyRecord,
+        RunRecord,
+        StoredResult,
+        TaskRecord,
+    )
+
+__all__ = [
+    "MAX_FIGURE_RECORDS",
+    "AuditQuery",
+    "ConsoleRecords",
+    "ConsoleSession",
+    "DurationRow",
+    "ReadRecords",
+    "Scope",
+    "SessionKind",
+]
+
+MAX_FIGURE_RECORDS = 200_000
+"""The newest ``final`` records :meth:`ConsoleRecords.audit_durations` returns at
+most: per-tool figures over a busy day are computed from a bounded sample."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Scope:
+    """Whose records a reader may see: made by :func:`callgate.access.record_scope`.
+
+    ``every_tenant`` (an admin) sees all; otherwise only records of ``tenant``
+    (None: records without a tenant), and, when ``user`` is set, only that
+    user's.
+    """
+
+    every_tenant: bool = False
+    tenant: str | None = None
+    user: str | None = None
+
+    def pins(self) -> dict[str, str | None]:
+        """The fields a record must equal to be in this scope (``tenant`` None:
+        a record without a tenant); nothing for every tenant."""
+        if self.every_tenant:
+            return {}
+        pinned: dict[str, str | None] = {"tenant": self.tenant}
+        if self.user is not None:
+            pinned["user"] = self.user
+        return pinned
+
+    def holds(self, record: Any) -> bool:
+        """Whether ``record`` (anything with ``tenant`` and ``user``) is in this scope."""
+        return all(getattr(record, name) == value for name, value in self.pins().items())
+
+
+@dataclass(kw_only=True, frozen=True)
+class AuditQuery:
+    """A filter over the audit, newest first, a page at a time.
+
+    Every field narrows; None leaves it open. ``before`` is the cursor: only
+    records with a ``seq`` below it (the last ``seq`` of the previous page).
+    """
+
+    scope: Scope
+    tenant: str | None = None
+    """An admin's narrowing to one tenant (ignored unless the scope is every tenant)."""
+    user: str | None = None
+    tool: str | None = None
+    status: str | None = None
+    """``ok``, ``error``, ``pending_approval``, ... (the record's status)."""
+    outcome: str | None = None
+    """``ok`` or an error kind (``validation``, ``permission``, ...)."""
+    risk: str | None = None
+    trace_id: str | None = None
+    call_id: str | None = None
+    phase: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    before: int | None = None
+    limit: int = 50
+
+    def equalities(self) -> dict[str, str]:
+        """The filters that ask a field to equal a value (the scope aside); an admin's
+        ``tenant`` only when the scope is every tenant."""
+        wanted = {name: getattr(self, name) for name in _EQUALITIES}
+        if not self.scope.every_tenant:
+            del wanted["tenant"]
+        return {name: value for name, value in wanted.items() if value is not None}
+
+
+_EQUALITIES = (
+    "tenant",
+    "user",
+    "tool",
+    "status",
+    "outcome",
+    "risk",
+    "trace_id",
+    "call_id",
+    "phase",
+)
+
+
+@dataclass(kw_only=True, frozen=True)
+class DurationRow:
+    """One ``final`` record as per-tool figures need it."""
+
+    tool: str
+    at: datetime
+    status: str | None
+    outcome: str | None
+    duration_ms: float | None
+
+
+SessionKind = Literal["login", "session"]
+"""``login``: a one-time sign-in link not yet used; ``session``: a signed-in browser."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class ConsoleSession:
+    """A console sign-in: ``id`` is the SHA-256 (hex) of the secret the browser
+    holds (the link's token, or the session cookie), never the secret itself."""
+
+    id: str
+    kind: SessionKind
+    principal: dict[str, Any]
+    """``{"user", "tenant", "scopes", "roles"}``: who signed in, as authenticated."""
+    csrf: str
+    """The token every state-changing form of this session must carry."""
+    created_at: datetime
+    expires_at: datetime
+    detail: dict[str, Any] = field(default_factory=dict)
+    """How the session was made (``{"via": "link"}``, ``{"via": "bearer"}``)."""
+
+
+class ConsoleRecords(Protocol):
+    """The console's reads, and its sessions."""
+
+    async def search_audit(self, query: AuditQuery) -> list[AuditRecord]:
+        """Records matching ``query``, newest first (descending ``seq``), at most
+        ``query.limit``.
+
+        Raises:
+            ValueError: ``limit`` is not positive, or a time is naive.
+        """
+        ...
+
+    async def audit_durations(
+        self, scope: Scope, *, since: datetime, limit: int = MAX_FIGURE_RECORDS
+    ) -> list[DurationRow]:
+        """The ``final`` records at or after ``since`` in ``scope``, newest first,
+        at most ``limit``."""
+        ...
+
+    async def list_runs(
+        self, scope: Scope, *, before: datetime | None = None, limit: int = 50
+    ) -> list[RunRecord]:
+        """Agent and code-mode runs in ``scope``, newest first (by ``created_at``),
+        created before ``before`` when given, at most ``limit``."""
+        ...
+
+    async def list_tasks(self, scope: Scope, *, limit: int = 50) -> list[TaskRecord]:
+        """Background calls (MCP tasks) in ``scope``, newest first, at most ``limit``."""
+        ...
+
+    async def create_console_session(self, record: ConsoleSession) -> None:
+        """Keep a new sign-in (link or session); expired ones are purged here."""
+        ...
+
+    async def get_console_session(self, session_id: str, *, at: datetime) -> ConsoleSession | None:
+        """The ``session`` with this id, unless it expired before ``at``."""
+        ...
+
+    async def take_console_login(self, login_id: str, *, at: datetime) -> ConsoleSession | None:
+        """Use a one-time ``login`` link: it is deleted and returned, once, unless
+        it expired before ``at``. Two callers racing for it: one gets it."""
+        ...
+
+    async def delete_console_session(self, session_id: str) -> None:
+        """Sign out: the session is gone (a missing one is no error)."""
+        ...
+
+
+class ReadRecords(ConsoleRecords, Protocol):
+    """The part of the store the console reads (``Gate.records()``): its own
+    queries and sessions, and single runs, kept results and idempotency records."""
+
+    async def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    async def get_result(self, ref: str) -> StoredResult | None: ...
+
+    async def get_idempotency(self, scope: str) -> IdempotencyRecord | None: ...

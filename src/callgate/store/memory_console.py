@@ -1,0 +1,120 @@
+"""The in-memory store's console reads and sessions, with the semantics of
+:class:`~callgate.store.sql_console.SQLConsoleRecords` (see
+:class:`~callgate.store.console_records.ConsoleRecords`).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from datetime import datetime
+
+from anyio.lowlevel import checkpoint
+
+from callgate.store.base import AuditRecord, RunRecord, TaskRecord
+from callgate.store.console_records import (
+    MAX_FIGURE_RECORDS,
+    AuditQuery,
+    ConsoleSession,
+    DurationRow,
+    Scope,
+)
+from callgate.store.tables import as_utc
+
+
+def _matches(record: AuditRecord, query: AuditQuery) -> bool:
+    if not query.scope.holds(record):
+        return False
+    if any(getattr(record, name) != value for name, value in query.equalities().items()):
+        return False
+    if query.since is not None and record.at < as_utc(query.since):
+        return False
+    if query.until is not None and record.at >= as_utc(query.until):
+        return False
+    return query.before is None or record.seq < query.before
+
+
+class MemoryConsoleRecords:
+    """The console's reads over the store's lists and dicts."""
+
+    _audit: list[AuditRecord]
+    _runs: dict[str, RunRecord]
+    _tasks: dict[str, TaskRecord]
+    _console_sessions: dict[str, ConsoleSession]
+
+    async def search_audit(self, query: AuditQuery) -> list[AuditRecord]:
+        await checkpoint()
+        if query.limit < 1:
+            raise ValueError(f"limit must be positive, not {query.limit}")
+        found: list[AuditRecord] = []
+        for record in reversed(self._audit):
+            if _matches(record, query):
+                found.append(replace(record, detail=copy.deepcopy(record.detail)))
+                if len(found) == query.limit:
+                    break
+        return found
+
+    async def audit_durations(
+        self, scope: Scope, *, since: datetime, limit: int = MAX_FIGURE_RECORDS
+    ) -> list[DurationRow]:
+        await checkpoint()
+        since = as_utc(since)
+        rows = [
+            DurationRow(
+                tool=r.tool,
+                at=r.at,
+                status=r.status,
+                outcome=r.outcome,
+                duration_ms=r.duration_ms,
+            )
+            for r in self._audit
+            if r.phase == "final" and r.at >= since and scope.holds(r)
+        ]
+        rows.sort(key=lambda row: row.at, reverse=True)
+        return rows[:limit]
+
+    async def list_runs(
+        self, scope: Scope, *, before: datetime | None = None, limit: int = 50
+    ) -> list[RunRecord]:
+        await checkpoint()
+        runs = [
+            r
+            for r in self._runs.values()
+            if scope.holds(r) and (before is None or r.created_at < before)
+        ]
+        runs.sort(key=lambda r: r.id)
+        runs.sort(key=lambda r: r.created_at, reverse=True)
+        return [copy.deepcopy(r) for r in runs[:limit]]
+
+    async def list_tasks(self, scope: Scope, *, limit: int = 50) -> list[TaskRecord]:
+        await checkpoint()
+        found = [t for t in self._tasks.values() if scope.holds(t)]
+        found.sort(key=lambda t: t.id)
+        found.sort(key=lambda t: t.created_at, reverse=True)
+        return [copy.deepcopy(t) for t in found[:limit]]
+
+    async def create_console_session(self, record: ConsoleSession) -> None:
+        await checkpoint()
+        for key, kept in list(self._console_sessions.items()):
+            if kept.expires_at < record.created_at:
+                del self._console_sessions[key]
+        self._console_sessions[record.id] = copy.deepcopy(record)
+
+    async def get_console_session(self, session_id: str, *, at: datetime) -> ConsoleSession | None:
+        await checkpoint()
+        record = self._console_sessions.get(session_id)
+        if record is None or record.kind != "session" or record.expires_at <= at:
+            return None
+        return copy.deepcopy(record)
+
+    async def take_console_login(self, login_id: str, *, at: datetime) -> ConsoleSession | None:
+        await checkpoint()
+        record = self._console_sessions.get(login_id)
+        if record is None or record.kind != "login" or record.expires_at <= at:
+            return None
+        del self._console_sessions[login_id]
+        return record
+
+    async def delete_console_session(self, session_id: str) -> None:
+        await checkpoint()
+        self._console_sessions.pop(session_id, None)
