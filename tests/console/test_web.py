@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from callgate import Gate, Principal
+from callgate.console import pages_approvals
 from callgate.console.web import console_app
 from callgate.demo import demo_policy
 from callgate.demo._state import DemoState
@@ -241,6 +242,27 @@ async def test_new_requests_reach_the_inbox_rows_without_a_reload(site: Site) ->
         rows = await bob.get(f"/console/approvals/rows?version={version}")
         assert rows.status_code == 200 and approval_id in rows.text
         assert rows.headers["x-inbox-count"] == "1"
+
+
+async def test_the_inbox_shows_the_longest_waiting_first_and_says_when_more_wait(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pages_approvals, "PENDING_SHOWN", 2)
+    oldest, _ = await site.park(budget=2100)
+    second, _ = await site.park(budget=2200)
+    newest, _ = await site.park(budget=2300)
+
+    async with site.signed_in(BOB) as bob:
+        inbox = (await bob.get("/console/approvals")).text
+        rows = await bob.get("/console/approvals/rows")
+        health = (await bob.get("/console/health")).text
+
+    assert oldest in inbox and second in inbox and newest not in inbox
+    assert inbox.index(oldest) < inbox.index(second)
+    assert '<span class="count" id="pending-count">2+</span>' in inbox
+    assert "More requests wait behind these 2" in inbox
+    assert rows.headers["x-inbox-count"] == "2+"
+    assert "<dd>2+</dd>" in health
 
 
 async def test_the_audit_filters_pages_exports_and_tells_a_calls_story(site: Site) -> None:

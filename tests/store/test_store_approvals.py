@@ -296,6 +296,30 @@ async def test_list_is_newest_first_and_filters(store: Store) -> None:
     assert await ids(tenant="acme") == ["c", "a"]
     assert await ids(tenant="acme", state="pending") == ["a"]
     assert await ids(tenant="globex", limit=5) == ["b"]
+    # The inbox's read: the one waiting longest first.
+    assert await ids(state="pending", oldest_first=True) == ["a", "b", "d"]
+    assert await ids(oldest_first=True, limit=3) == ["a", "b", "c"]
+
+
+async def test_list_can_leave_out_the_expired_before_the_limit(store: Store) -> None:
+    # Old requests nobody decided stay pending past their time; a page of live ones
+    # must not be filled, then emptied, by them.
+    minute = timedelta(minutes=1)
+    for n in range(3):
+        created = NOW + n * minute
+        await store.create_approval(
+            approval(f"stale-{n}", created_at=created, expires_at=created + minute)
+        )
+    await store.create_approval(
+        approval("live", created_at=NOW + 5 * minute, expires_at=NOW + timedelta(hours=1))
+    )
+    at = NOW + 10 * minute
+
+    live = await store.list_approvals(state="pending", live_at=at, oldest_first=True, limit=1)
+    every = await store.list_approvals(state="pending", oldest_first=True, limit=1)
+
+    assert [r.id for r in live] == ["live"]
+    assert [r.id for r in every] == ["stale-0"]
 
 
 async def test_find_returns_the_newest_approval_bound_to_the_call(store: Store) -> None:

@@ -31,23 +31,30 @@ __all__ = ["ROUTES"]
 
 DECIDED_SHOWN = 25
 """Decided requests the inbox shows below the pending ones."""
-PENDING_SHOWN = 200
+PENDING_SHOWN = 100
+"""Pending requests the inbox shows, the ones waiting longest; it says when more wait."""
 
 
 async def _visible(
-    console: Console, signed_in: SignedIn, state: str | None
+    console: Console, signed_in: SignedIn, state: str | None, limit: int
 ) -> list[ApprovalRecord]:
     who = signed_in.principal
     approvals = await console.gate.approvals()
     admin = ADMIN_ROLE in who.roles
-    limit = PENDING_SHOWN if state == "pending" else DECIDED_SHOWN * 4
-    rows = await approvals.list(state=state, tenant=None if admin else who.tenant, limit=limit)
+    rows = await approvals.list(
+        state=state,
+        tenant=None if admin else who.tenant,
+        limit=limit,
+        oldest_first=state == "pending",
+    )
     return [r for r in rows if access.check(who, Action.VIEW_APPROVAL, r)]
 
 
-async def _pending(console: Console, signed_in: SignedIn) -> list[dict[str, Any]]:
-    rows = await _visible(console, signed_in, "pending")
-    return [_row(console, r, signed_in) for r in reversed(rows)]  # oldest first
+async def _pending(console: Console, signed_in: SignedIn) -> tuple[list[dict[str, Any]], bool]:
+    """The pending rows, oldest first, and whether more wait behind them."""
+    rows = await _visible(console, signed_in, "pending", PENDING_SHOWN + 1)
+    shown = rows[:PENDING_SHOWN]
+    return [_row(console, r, signed_in) for r in shown], len(rows) > len(shown)
 
 
 def _row(console: Console, record: ApprovalRecord, signed_in: SignedIn) -> dict[str, Any]:
@@ -66,16 +73,25 @@ def _row(console: Console, record: ApprovalRecord, signed_in: SignedIn) -> dict[
     }
 
 
-def _version(rows: list[dict[str, Any]]) -> str:
+async def waiting(console: Console, signed_in: SignedIn) -> str:
+    """How many pending requests ``signed_in`` sees (``100+`` past what the inbox shows)."""
+    return _count(*await _pending(console, signed_in))
+
+
+def _version(rows: list[dict[str, Any]], more: bool) -> str:
     text = "|".join(f"{r['record'].id}:{r['state']}:{r['may_decide']}" for r in rows)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return hashlib.sha256(f"{text}|{more}".encode()).hexdigest()[:16]
+
+
+def _count(rows: list[dict[str, Any]], more: bool) -> str:
+    return f"{len(rows)}+" if more else str(len(rows))
 
 
 async def inbox(console: Console, request: Request, signed_in: SignedIn) -> Response:
-    pending = await _pending(console, signed_in)
+    pending, more = await _pending(console, signed_in)
     decided = [
         _row(console, r, signed_in)
-        for r in await _visible(console, signed_in, None)
+        for r in await _visible(console, signed_in, None, DECIDED_SHOWN * 4)
         if effective_state(r, console.gate.clock.now()) != "pending"
     ][:DECIDED_SHOWN]
     return console.render(
@@ -83,20 +99,22 @@ async def inbox(console: Console, request: Request, signed_in: SignedIn) -> Resp
         request,
         signed_in,
         pending=pending,
+        more=more,
+        count=_count(pending, more),
         decided=decided,
-        version=_version(pending),
+        version=_version(pending, more),
     )
 
 
 async def inbox_rows(console: Console, request: Request, signed_in: SignedIn) -> Response:
     """The pending rows alone, for the inbox's polling; 204 while unchanged."""
-    pending = await _pending(console, signed_in)
-    version = _version(pending)
+    pending, more = await _pending(console, signed_in)
+    version = _version(pending, more)
     if request.query_params.get("version") == version:
         return Response(status_code=204, headers={"Cache-Control": "no-store"})
-    response = console.render("_pending_rows.html", request, signed_in, pending=pending)
+    response = console.render("_pending_rows.html", request, signed_in, pending=pending, more=more)
     response.headers["X-Inbox-Version"] = version
-    response.headers["X-Inbox-Count"] = str(len(pending))
+    response.headers["X-Inbox-Count"] = _count(pending, more)
     return response
 
 

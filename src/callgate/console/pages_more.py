@@ -115,16 +115,16 @@ async def health_page(console: Console, request: Request, signed_in: SignedIn) -
     reports = [upstream_report(console.gate, box) for box in _boxes(console.gate)]
     scope = access.record_scope(signed_in.principal)
     now = console.gate.clock.now()
-    counters = {"calls": 0, "errors": 0, "pending approvals": 0}
+    counters: dict[str, int | str] = {"calls": 0, "errors": 0, "pending approvals": 0}
     if store_state == "ok":
         day = views.figures(
             await (await console.records()).audit_durations(scope, since=now - DAY), since=now - DAY
         )
         counters["calls"] = sum(f.calls for f in day.values())
         counters["errors"] = sum(sum(f.errors.values()) for f in day.values())
-        from callgate.console.pages_approvals import _visible
+        from callgate.console.pages_approvals import waiting
 
-        counters["pending approvals"] = len(await _visible(console, signed_in, "pending"))
+        counters["pending approvals"] = await waiting(console, signed_in)
     return console.render(
         "health.html",
         request,

@@ -302,21 +302,29 @@ class Approvals:
         return approval_json(record, self._clock.now())
 
     async def list(
-        self, *, state: str | None = None, tenant: str | None = None, limit: int = 100
+        self,
+        *,
+        state: str | None = None,
+        tenant: str | None = None,
+        limit: int = 100,
+        oldest_first: bool = False,
     ) -> list[ApprovalRecord]:
-        """Newest first. ``state='expired'`` lists pending/approved ones past their time."""
+        """Newest first (``oldest_first``: the one waiting longest first).
+        ``state='expired'`` lists pending/approved ones past their time; ``pending``
+        and ``approved`` only those still live."""
         if state == "expired":
-            rows = await self._store.list_approvals(tenant=tenant, limit=limit * 4)
+            rows = await self._store.list_approvals(
+                tenant=tenant, limit=limit * 4, oldest_first=oldest_first
+            )
             return [r for r in rows if self.state(r) == "expired"][:limit]
-        rows = await self._store.list_approvals(
+        live = state in ("pending", "approved")
+        return await self._store.list_approvals(
             state=state,  # type: ignore[arg-type]
             tenant=tenant,
             limit=limit,
+            live_at=self._clock.now() if live else None,
+            oldest_first=oldest_first,
         )
-        if state in ("pending", "approved"):
-            now = self._clock.now()
-            rows = [r for r in rows if is_live(r, now)]
-        return rows
 
     async def get(self, approval_id: str) -> ApprovalRecord | None:
         return await self._store.get_approval(approval_id)

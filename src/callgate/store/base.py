@@ -406,9 +406,16 @@ class Store(SearchRecords, ConsoleRecords, Protocol):
         """The record, whatever its state or expiry; None if unknown."""
 
     async def list_approvals(
-        self, *, state: ApprovalState | None = None, tenant: str | None = None, limit: int = 100
+        self,
+        *,
+        state: ApprovalState | None = None,
+        tenant: str | None = None,
+        limit: int = 100,
+        live_at: datetime | None = None,
+        oldest_first: bool = False,
     ) -> list[ApprovalRecord]:
-        """Newest first, optionally filtered by state and tenant."""
+        """Newest first (``oldest_first``: oldest first), optionally filtered by state
+        and tenant; with ``live_at``, only those expiring after it."""
 
     async def find_approval(
         self, *, tool: str, args_hash: str, user: str, tenant: str | None

@@ -244,15 +244,23 @@ class MemoryStore(MemorySearchRecords, MemoryConsoleRecords):
         return self._approvals.get(approval_id)
 
     async def list_approvals(
-        self, *, state: ApprovalState | None = None, tenant: str | None = None, limit: int = 100
+        self,
+        *,
+        state: ApprovalState | None = None,
+        tenant: str | None = None,
+        limit: int = 100,
+        live_at: datetime | None = None,
+        oldest_first: bool = False,
     ) -> list[ApprovalRecord]:
         await checkpoint()
         rows = [
             r
             for r in self._approvals.values()
-            if (state is None or r.state == state) and (tenant is None or r.tenant == tenant)
+            if (state is None or r.state == state)
+            and (tenant is None or r.tenant == tenant)
+            and (live_at is None or r.expires_at > live_at)
         ]
-        rows.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+        rows.sort(key=lambda r: (r.created_at, r.id), reverse=not oldest_first)
         return rows[:limit]
 
     async def find_approval(

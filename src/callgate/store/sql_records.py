@@ -109,10 +109,19 @@ class HumanLoopRecords:
         return None if row is None else ApprovalRecord(**row._asdict())
 
     async def list_approvals(
-        self, *, state: ApprovalState | None = None, tenant: str | None = None, limit: int = 100
+        self,
+        *,
+        state: ApprovalState | None = None,
+        tenant: str | None = None,
+        limit: int = 100,
+        live_at: datetime | None = None,
+        oldest_first: bool = False,
     ) -> list[ApprovalRecord]:
-        """Newest first (by ``created_at``, then ``id``), optionally filtered."""
-        stmt = select(approvals).order_by(*self._newest_first()).limit(limit)
+        """Newest first (by ``created_at``, then ``id``; ``oldest_first``: the
+        reverse), optionally filtered; with ``live_at``, only those expiring after it."""
+        stmt = select(approvals).order_by(*self._newest_first(reverse=oldest_first)).limit(limit)
+        if live_at is not None:
+            stmt = stmt.where(approvals.c.expires_at > as_utc(live_at))
         if state is not None:
             stmt = stmt.where(approvals.c.state == state)
         if tenant is not None:
@@ -206,10 +215,12 @@ class HumanLoopRecords:
         stmt = update(approvals).where(approvals.c.id == approval_id).values(result=envelope)
         await self._update_one(stmt, f"no approval {approval_id!r}")
 
-    def _newest_first(self) -> tuple[Any, ...]:
+    def _newest_first(self, *, reverse: bool = False) -> tuple[Any, ...]:
         # Ties on created_at fall back to the id in code point order on both
         # backends (PostgreSQL would otherwise use the database's locale).
         by_id = approvals.c.id.collate("C") if self._dialect == "postgresql" else approvals.c.id
+        if reverse:
+            return approvals.c.created_at.asc(), by_id.asc()
         return approvals.c.created_at.desc(), by_id.desc()
 
     # previews ---------------------------------------------------------------
