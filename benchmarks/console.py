@@ -16,7 +16,8 @@ records). Pages take turns, one request each per round, after warm-up rounds.
 
 ``--explain`` prints each audit filter's query plan (SQLite: ``EXPLAIN QUERY
 PLAN``; PostgreSQL: ``EXPLAIN (ANALYZE, BUFFERS)``) of the statement
-``audit_statement`` builds, with the values the page used.
+``audit_statement`` builds, with the values the page used, and the tools page's
+(``tool_figures_statement``: the per-tool figures aggregated in SQL).
 """
 
 from __future__ import annotations
@@ -52,11 +53,12 @@ from callgate.access import record_scope
 from callgate.console.web import console_app
 from callgate.store import SQLStore, Store
 from callgate.store.console_records import AuditQuery
-from callgate.store.sql_console import audit_statement
+from callgate.store.sql_console import audit_statement, tool_figures_statement
 
 PAGE = 50
 BACKENDS = {"sqlite": "SQLite", "postgres": "PostgreSQL"}
-TIMED = ("search_audit", "list_approvals", "audit_durations", "get_console_session")
+EXPLAINED = ("/console/audit", "/console/tools")
+TIMED = ("search_audit", "list_approvals", "tool_figures", "get_console_session")
 
 
 @dataclass(frozen=True, eq=False)
@@ -183,7 +185,8 @@ class StoreClock:
                 result = await method(*args, **kwargs)
             finally:
                 self.seconds += time.perf_counter() - began
-            self.rows += len(result) if isinstance(result, list) else 0
+            # A list's records; tool_figures' tools (one entry a tool, however many records).
+            self.rows += len(result) if isinstance(result, (list, dict)) else 0
             return result
 
         return timed
@@ -250,7 +253,7 @@ def explain_sqlite(path: str, pages: Sequence[Case], world: World) -> list[str]:
     conn = sqlite3.connect(path)
     try:
         for case in pages:
-            if case.path != "/console/audit":
+            if case.path not in EXPLAINED:
                 continue
             sql = _literal(case, world, sqlite.dialect())
             plan = conn.execute(f"EXPLAIN QUERY PLAN {sql}").fetchall()
@@ -279,7 +282,7 @@ async def explain_postgres(schema: str, pages: Sequence[Case], world: World) -> 
     conn = await asyncpg.connect(POSTGRES_URL, server_settings={"search_path": schema})
     try:
         for case in pages:
-            if case.path != "/console/audit":
+            if case.path not in EXPLAINED:
                 continue
             sql = _literal(case, world, postgresql.dialect())
             rows = await conn.fetch(f"EXPLAIN (ANALYZE, BUFFERS) {sql}")
@@ -291,18 +294,28 @@ async def explain_postgres(schema: str, pages: Sequence[Case], world: World) -> 
 
 
 def _literal(case: Case, world: World, dialect: Any) -> str:
-    statement = audit_statement(query_of(case, world))
+    if case.path == "/console/tools":
+        scope = record_scope(principals(world)[case.who])
+        statement = tool_figures_statement(scope, datetime.now(UTC))
+    else:
+        statement = audit_statement(query_of(case, world))
     sql = str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
     return " ".join(sql.split())
 
 
 def _explained(case: Case, sql: str, plan: list[str], note: str) -> list[str]:
-    where = sql[sql.index(" WHERE ") + 1 :] if " WHERE " in sql else sql[sql.index("ORDER BY") :]
+    if sql.startswith("WITH "):  # the tools page's statement, whole
+        shown = sql
+    else:
+        where = (
+            sql[sql.index(" WHERE ") + 1 :] if " WHERE " in sql else sql[sql.index("ORDER BY") :]
+        )
+        shown = f"... FROM audit {where}"
     return [
         f"#### {case.name} ({case.who})",
         "",
         "```",
-        f"... FROM audit {where}",
+        shown,
         *(f"  {line}" for line in plan),
         *([note] if note else []),
         "```",

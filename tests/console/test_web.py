@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -23,6 +24,7 @@ from callgate.console.web import console_app
 from callgate.demo import demo_policy
 from callgate.demo._state import DemoState
 from callgate.demo._toolbox import build_toolboxes
+from callgate.store import AuditRecord
 
 pytestmark = pytest.mark.anyio
 
@@ -319,6 +321,50 @@ async def test_runs_tools_and_health_pages(site: Site) -> None:
         runs = await alice.get("/console/runs")
         assert runs.status_code == 200 and "No agent run" in runs.text
         assert (await alice.get("/console/runs/run_nope")).status_code == 404
+
+
+async def test_the_tools_page_and_health_count_every_call_the_reader_may_see(
+    site: Site,
+) -> None:
+    now = site.gate.clock.now()
+    alice, bob = ALICE.user, BOB.user
+    calls = [
+        # minutes ago, tenant, user, status, outcome, duration
+        (5, "acme", alice, "ok", "ok", 10.0),
+        (10, "acme", alice, "error", "validation", 30.0),
+        (180, "acme", alice, "ok", "ok", 20.0),  # in the day, not the hour
+        (2880, "acme", alice, "ok", "ok", 99.0),  # two days ago: not shown
+        (5, "acme", bob, "error", "permission", 1.0),  # not alice's own
+        (5, "globex", alice, "error", "permission", 1.0),  # another tenant's
+    ]
+    await site.gate.store.append_audit(
+        [
+            AuditRecord(
+                call_id=f"c{i}",
+                phase="final",
+                at=now - timedelta(minutes=minutes),
+                trace_id=f"t{i}",
+                tool="ops.campaigns_find",
+                tenant=tenant,
+                user=user,
+                status=status,
+                outcome=outcome,
+                duration_ms=duration,
+            )
+            for i, (minutes, tenant, user, status, outcome, duration) in enumerate(calls)
+        ]
+    )
+    async with site.signed_in(ALICE) as reader:
+        tools = (await reader.get("/console/tools")).text
+        health = (await reader.get("/console/health")).text
+    row = re.search(r"<code>ops\.campaigns_find</code>.*?</tr>", tools, re.DOTALL)
+    assert row, "no row for ops.campaigns_find"
+    cells = re.sub(r"\s+", " ", row.group(0))
+    assert "2 / 3</td>" in cells  # calls in the last hour / day
+    assert "33.3%: validation 1</td>" in cells
+    assert "20 / 30</td>" in cells  # p50 / p95 ms over the day
+    assert "<dd>3 in the last 24 h</dd>" in health  # calls
+    assert "<dd>1 in the last 24 h</dd>" in health  # errors
 
 
 async def test_signing_out_ends_the_session(site: Site) -> None:

@@ -4,7 +4,6 @@ figures, and health.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -13,8 +12,7 @@ from starlette.responses import Response
 
 from callgate import access
 from callgate.cli.upstreams import _boxes, upstream_report
-from callgate.console import views
-from callgate.store.console_records import AuditQuery
+from callgate.store.console_records import AuditQuery, ToolWindows
 
 if TYPE_CHECKING:
     from callgate.console.sessions import SignedIn
@@ -25,7 +23,6 @@ __all__ = ["ROUTES"]
 PROGRAM = "program:"
 PROGRAM_POINTER = "program-approval:"
 RUN_CODE = "callgate.run_code"
-HOUR, DAY = timedelta(hours=1), timedelta(days=1)
 
 
 async def runs_page(console: Console, request: Request, signed_in: SignedIn) -> Response:
@@ -77,17 +74,14 @@ async def run_page(console: Console, request: Request, signed_in: SignedIn) -> R
 async def tools_page(console: Console, request: Request, signed_in: SignedIn) -> Response:
     who = signed_in.principal
     scope = access.record_scope(who)
-    now = console.gate.clock.now()
-    rows = await (await console.records()).audit_durations(scope, since=now - DAY)
-    hour, day = views.figures(rows, since=now - HOUR), views.figures(rows, since=now - DAY)
+    figures = await (await console.records()).tool_figures(scope, now=console.gate.clock.now())
     specs = console.gate.tools(who)
     upstreams = {box.name for box in _boxes(console.gate)}
     tools = [
         {
             "spec": spec,
             "upstream": spec.toolbox if spec.toolbox in upstreams else None,
-            "hour": hour.get(spec.name, views.ToolFigures()),
-            "day": day.get(spec.name, views.ToolFigures()),
+            "figures": figures.get(spec.name, ToolWindows()),
             "annotations": spec.effective_annotations,
         }
         for spec in specs
@@ -97,7 +91,6 @@ async def tools_page(console: Console, request: Request, signed_in: SignedIn) ->
         request,
         signed_in,
         tools=tools,
-        sampled=len(rows),
         scope=scope,
     )
 
@@ -114,14 +107,11 @@ async def health_page(console: Console, request: Request, signed_in: SignedIn) -
     ping_ms = (anyio.current_time() - started) * 1000
     reports = [upstream_report(console.gate, box) for box in _boxes(console.gate)]
     scope = access.record_scope(signed_in.principal)
-    now = console.gate.clock.now()
     counters: dict[str, int | str] = {"calls": 0, "errors": 0, "pending approvals": 0}
     if store_state == "ok":
-        day = views.figures(
-            await (await console.records()).audit_durations(scope, since=now - DAY), since=now - DAY
-        )
-        counters["calls"] = sum(f.calls for f in day.values())
-        counters["errors"] = sum(sum(f.errors.values()) for f in day.values())
+        figures = await (await console.records()).tool_figures(scope, now=console.gate.clock.now())
+        counters["calls"] = sum(f.day.calls for f in figures.values())
+        counters["errors"] = sum(f.day.error_count for f in figures.values())
         from callgate.console.pages_approvals import waiting
 
         counters["pending approvals"] = await waiting(console, signed_in)

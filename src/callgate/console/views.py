@@ -1,23 +1,19 @@
-"""How the console shows values: numbers, times, JSON, a preview's impact as a
-before/after diff, and per-tool figures. Pure functions over stored records.
+"""How the console shows values: numbers, times, JSON, and a preview's impact as
+a before/after diff. Pure functions over stored records (per-tool figures come
+aggregated from the store: ``ConsoleRecords.tool_figures``).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from callgate.store.console_records import DurationRow
-
 __all__ = [
     "ImpactRow",
-    "ToolFigures",
-    "figures",
     "impact_rows",
     "number",
     "origin",
@@ -137,45 +133,3 @@ def _text(value: Any) -> str:
     if isinstance(value, (Mapping, list)):
         return json.dumps(value, ensure_ascii=False, default=str)
     return number(value)
-
-
-@dataclass
-class ToolFigures:
-    """One tool's calls over a window: how many, errors by kind, p50/p95 duration."""
-
-    calls: int = 0
-    errors: Counter[str] = field(default_factory=Counter)
-    durations: list[float] = field(default_factory=list)
-
-    @property
-    def error_rate(self) -> float:
-        return sum(self.errors.values()) / self.calls if self.calls else 0.0
-
-    def percentile(self, q: float) -> float | None:
-        """The ``q`` (0-1) quantile of the durations (nearest rank), ms."""
-        if not self.durations:
-            return None
-        ordered = sorted(self.durations)
-        return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-
-def figures(rows: Iterable[DurationRow], *, since: datetime) -> dict[str, ToolFigures]:
-    """Per tool, over the rows at or after ``since``."""
-    out: dict[str, ToolFigures] = defaultdict(ToolFigures)
-    for row in rows:
-        if row.at < since:
-            continue
-        tool = out[row.tool]
-        tool.calls += 1
-        if row.status == "error":
-            tool.errors[row.outcome or "error"] += 1
-        if row.duration_ms is not None:
-            tool.durations.append(row.duration_ms)
-    return dict(out)
-
-
-def error_kinds(figs: Sequence[ToolFigures]) -> str:
-    """``validation 3, permission 1`` over several windows' figures (the first)."""
-    if not figs or not figs[0].errors:
-        return "—"
-    return ", ".join(f"{kind} {count:,}" for kind, count in figs[0].errors.most_common())

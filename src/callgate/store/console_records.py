@@ -9,9 +9,11 @@ the store only applies the :class:`Scope` it is given.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from datetime import datetime, timedelta
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 if TYPE_CHECKING:  # base extends this protocol
     from callgate.store.base import (
@@ -23,19 +25,23 @@ if TYPE_CHECKING:  # base extends this protocol
     )
 
 __all__ = [
-    "MAX_FIGURE_RECORDS",
+    "FIGURE_WINDOWS",
     "AuditQuery",
     "ConsoleRecords",
     "ConsoleSession",
-    "DurationRow",
     "ReadRecords",
     "Scope",
     "SessionKind",
+    "ToolFigures",
+    "ToolWindows",
+    "nearest_rank",
 ]
 
-MAX_FIGURE_RECORDS = 200_000
-"""The newest ``final`` records :meth:`ConsoleRecords.audit_durations` returns at
-most: per-tool figures over a busy day are computed from a bounded sample."""
+FIGURE_WINDOWS: Final[Mapping[str, timedelta]] = MappingProxyType(
+    {"hour": timedelta(hours=1), "day": timedelta(days=1)}
+)
+"""The windows of :meth:`ConsoleRecords.tool_figures` (the fields of
+:class:`ToolWindows`), each ending now."""
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -114,15 +120,54 @@ _EQUALITIES = (
 )
 
 
-@dataclass(kw_only=True, frozen=True)
-class DurationRow:
-    """One ``final`` record as per-tool figures need it."""
+def nearest_rank(count: int, percent: int) -> int:
+    """The 1-based rank, among ``count`` (1 or more) ordered values, of the
+    ``percent`` (1 to 100) percentile by nearest rank: ``ceil(percent / 100 * count)``.
 
-    tool: str
-    at: datetime
-    status: str | None
-    outcome: str | None
-    duration_ms: float | None
+    In integer arithmetic so that SQL computes the same rank (the SQL store picks
+    the rows of these ranks in its query; the memory store indexes a sorted list).
+    """
+    return (percent * count + 99) // 100
+
+
+@dataclass(kw_only=True, frozen=True)
+class ToolFigures:
+    """One tool's ``final`` records over one window: how many, the errors by kind,
+    and the p50/p95 duration (nearest rank) of those that have a duration."""
+
+    calls: int = 0
+    errors: tuple[tuple[str, int], ...] = ()
+    """``(kind, count)`` of the records with status ``error``, the kind being the
+    outcome (``error`` when it has none); most frequent first, then by kind."""
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    """None when no record of the window has a duration."""
+
+    @classmethod
+    def of(
+        cls, *, calls: int, errors: Mapping[str, int], p50_ms: float | None, p95_ms: float | None
+    ) -> ToolFigures:
+        """Figures with ``errors`` put in their order (kinds counted 0 left out)."""
+        ordered = sorted(((k, n) for k, n in errors.items() if n), key=lambda e: (-e[1], e[0]))
+        return cls(calls=calls, errors=tuple(ordered), p50_ms=p50_ms, p95_ms=p95_ms)
+
+    @property
+    def error_count(self) -> int:
+        """Errors of every kind."""
+        return sum(n for _, n in self.errors)
+
+    @property
+    def error_rate(self) -> float:
+        """Errors per call (0 without calls)."""
+        return self.error_count / self.calls if self.calls else 0.0
+
+
+@dataclass(kw_only=True, frozen=True)
+class ToolWindows:
+    """One tool's figures over each of :data:`FIGURE_WINDOWS`."""
+
+    hour: ToolFigures = field(default_factory=ToolFigures)
+    day: ToolFigures = field(default_factory=ToolFigures)
 
 
 SessionKind = Literal["login", "session"]
@@ -158,11 +203,14 @@ class ConsoleRecords(Protocol):
         """
         ...
 
-    async def audit_durations(
-        self, scope: Scope, *, since: datetime, limit: int = MAX_FIGURE_RECORDS
-    ) -> list[DurationRow]:
-        """The ``final`` records at or after ``since`` in ``scope``, newest first,
-        at most ``limit``."""
+    async def tool_figures(self, scope: Scope, *, now: datetime) -> dict[str, ToolWindows]:
+        """Per tool, the figures of the ``final`` records in ``scope`` over the last
+        hour and the last day before ``now`` (a record at a window's start is in
+        it); only tools with a record in the day. Every record counts: no sample.
+
+        Raises:
+            ValueError: ``now`` is naive.
+        """
         ...
 
     async def list_runs(

@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import copy
+from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -13,11 +15,13 @@ from anyio.lowlevel import checkpoint
 
 from callgate.store.base import AuditRecord, RunRecord, TaskRecord
 from callgate.store.console_records import (
-    MAX_FIGURE_RECORDS,
+    FIGURE_WINDOWS,
     AuditQuery,
     ConsoleSession,
-    DurationRow,
     Scope,
+    ToolFigures,
+    ToolWindows,
+    nearest_rank,
 )
 from callgate.store.tables import as_utc
 
@@ -32,6 +36,18 @@ def _matches(record: AuditRecord, query: AuditQuery) -> bool:
     if query.until is not None and record.at >= as_utc(query.until):
         return False
     return query.before is None or record.seq < query.before
+
+
+def _figures(records: Sequence[AuditRecord]) -> ToolFigures:
+    errors = Counter(r.outcome or "error" for r in records if r.status == "error")
+    durations = sorted(r.duration_ms for r in records if r.duration_ms is not None)
+
+    def percentile(percent: int) -> float | None:
+        return durations[nearest_rank(len(durations), percent) - 1] if durations else None
+
+    return ToolFigures.of(
+        calls=len(records), errors=errors, p50_ms=percentile(50), p95_ms=percentile(95)
+    )
 
 
 class MemoryConsoleRecords:
@@ -54,24 +70,23 @@ class MemoryConsoleRecords:
                     break
         return found
 
-    async def audit_durations(
-        self, scope: Scope, *, since: datetime, limit: int = MAX_FIGURE_RECORDS
-    ) -> list[DurationRow]:
+    async def tool_figures(self, scope: Scope, *, now: datetime) -> dict[str, ToolWindows]:
         await checkpoint()
-        since = as_utc(since)
-        rows = [
-            DurationRow(
-                tool=r.tool,
-                at=r.at,
-                status=r.status,
-                outcome=r.outcome,
-                duration_ms=r.duration_ms,
+        starts = {name: as_utc(now) - span for name, span in FIGURE_WINDOWS.items()}
+        earliest = min(starts.values())
+        by_tool: dict[str, list[AuditRecord]] = defaultdict(list)
+        for r in self._audit:
+            if r.phase == "final" and r.at >= earliest and scope.holds(r):
+                by_tool[r.tool].append(r)
+        return {
+            tool: ToolWindows(
+                **{
+                    name: _figures([r for r in records if r.at >= start])
+                    for name, start in starts.items()
+                }
             )
-            for r in self._audit
-            if r.phase == "final" and r.at >= since and scope.holds(r)
-        ]
-        rows.sort(key=lambda row: row.at, reverse=True)
-        return rows[:limit]
+            for tool, records in by_tool.items()
+        }
 
     async def list_runs(
         self, scope: Scope, *, before: datetime | None = None, limit: int = 50

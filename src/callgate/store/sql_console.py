@@ -1,5 +1,5 @@
 """The SQL store's reads for the web console and the CLI: the audit filtered and
-paged, per-tool durations, runs and tasks listed; and the console's sessions.
+paged, per-tool figures, runs and tasks listed; and the console's sessions.
 
 A mixin of :class:`~callgate.store.sql.SQLStore`; it needs only the store's
 transactions (``_begin``). See :class:`~callgate.store.console_records.ConsoleRecords`.
@@ -8,31 +8,65 @@ transactions (``_begin``). See :class:`~callgate.store.console_records.ConsoleRe
 from __future__ import annotations
 
 import contextlib
-from dataclasses import fields
+import functools
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, delete, func, insert, select
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    Integer,
+    String,
+    Table,
+    and_,
+    bindparam,
+    case,
+    cast,
+    delete,
+    func,
+    insert,
+    literal_column,
+    null,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from callgate.store.base import AuditRecord, RunRecord, TaskRecord
 from callgate.store.console_records import (
-    MAX_FIGURE_RECORDS,
+    FIGURE_WINDOWS,
     AuditQuery,
     ConsoleSession,
-    DurationRow,
     Scope,
+    ToolFigures,
+    ToolWindows,
+    nearest_rank,
 )
 from callgate.store.tables import agent_runs, as_utc, audit, console_sessions, tasks
 
-__all__ = ["SQLConsoleRecords", "audit_statement", "scope_conditions"]
+__all__ = [
+    "SQLConsoleRecords",
+    "audit_statement",
+    "scope_conditions",
+    "tool_figures_statement",
+]
+
+PERCENTILES = (50, 95)
 
 
 def scope_conditions(table: Table, scope: Scope) -> list[ColumnElement[bool]]:
     """The WHERE conditions that keep ``table``'s rows to ``scope``."""
+    return _pinned(table, scope.pins())
+
+
+def _pinned(table: Table, pins: Mapping[str, Any]) -> list[ColumnElement[bool]]:
     return [
         table.c[name].is_(None) if value is None else table.c[name] == value
-        for name, value in scope.pins().items()
+        for name, value in pins.items()
     ]
 
 
@@ -69,7 +103,9 @@ def _seq_bounds(since: datetime, until: datetime) -> list[ColumnElement[bool]]:
     return [audit.c.seq >= _lowest_seq(since, until), audit.c.seq <= _highest_seq(since, until)]
 
 
-def _window(since: datetime, until: datetime | None) -> tuple[Any, list[ColumnElement[bool]]]:
+def _window(
+    since: datetime | ColumnElement[datetime], until: datetime | None
+) -> tuple[Any, list[ColumnElement[bool]]]:
     inner = audit.alias("w")
     window = [inner.c.at >= since] + ([] if until is None else [inner.c.at < until])
     # seq + 0: the planners would otherwise answer min/max by walking the primary
@@ -77,7 +113,7 @@ def _window(since: datetime, until: datetime | None) -> tuple[Any, list[ColumnEl
     return inner.c.seq + 0, window
 
 
-def _lowest_seq(since: datetime, until: datetime | None = None) -> Any:
+def _lowest_seq(since: datetime | ColumnElement[datetime], until: datetime | None = None) -> Any:
     seq, window = _window(since, until)
     return select(func.min(seq)).where(*window).scalar_subquery()
 
@@ -85,6 +121,150 @@ def _lowest_seq(since: datetime, until: datetime | None = None) -> Any:
 def _highest_seq(since: datetime, until: datetime) -> Any:
     seq, window = _window(since, until)
     return select(func.max(seq)).where(*window).scalar_subquery()
+
+
+def tool_figures_statement(scope: Scope, now: datetime) -> Any:
+    """The SELECT :meth:`SQLConsoleRecords.tool_figures` runs, its values bound
+    (benchmarks EXPLAIN it). See :func:`_figures_statement`."""
+    stmt, values = _figures_query(scope, now)
+    return stmt.params(values)
+
+
+def _figures_query(scope: Scope, now: datetime) -> tuple[Any, dict[str, Any]]:
+    now = as_utc(now)
+    pins = scope.pins()
+    values: dict[str, Any] = {
+        "hour": now - FIGURE_WINDOWS["hour"],
+        "day": now - FIGURE_WINDOWS["day"],
+    }
+    values.update((f"pin_{name}", value) for name, value in pins.items() if value is not None)
+    shape = tuple((name, value is None) for name, value in pins.items())
+    return _figures_statement(shape), values
+
+
+@functools.lru_cache(maxsize=16)
+def _figures_statement(shape: tuple[tuple[str, bool], ...]) -> Any:
+    """The figures' SELECT for a scope of this shape (the pinned fields, and
+    whether each is pinned to None), with ``:hour``, ``:day`` and ``:pin_<field>``
+    to bind: built once, as it takes longer to build than SQLite to run at a
+    small day. It returns O(tools) rows, of two parts (``part``):
+
+    - ``calls``: per tool and error kind (``kind`` None: not an error), the
+      records of the hour (``hour_n``) and of the day (``day_n``);
+    - ``rank``: the records whose duration is at a percentile's nearest rank
+      (:func:`~callgate.store.console_records.nearest_rank`) among the tool's
+      durations of the day (``day_rank`` of ``day_n``) or of the hour
+      (``hour_rank`` of ``hour_n``, None for a record before the hour).
+
+    The day's records are read once (a CTE used twice, which both SQLite and
+    PostgreSQL materialize), and sorted once by tool and duration: the hour's
+    ranks are running counts of the hour's records in the day's order. Every
+    record counts; nothing is sampled.
+    """
+    hour, day = bindparam("hour", type_=audit.c.at.type), bindparam("day", type_=audit.c.at.type)
+    # scope_conditions, with the scope's values bound at execution.
+    where = _pinned(
+        audit, {name: None if is_none else bindparam(f"pin_{name}") for name, is_none in shape}
+    )
+    records = (
+        select(
+            audit.c.tool,
+            case((audit.c.status == "error", func.coalesce(audit.c.outcome, "error"))).label(
+                "kind"
+            ),
+            case((audit.c.at >= hour, 1), else_=0).label("recent"),
+            audit.c.duration_ms,
+        )
+        .where(audit.c.at >= day, audit.c.phase == "final")
+        # Implied by the time; lets a tenant's read stop at the day's first record.
+        .where(audit.c.seq >= _lowest_seq(day), *where)
+        .cte("day_records")
+    )
+    calls = select(
+        literal_column("'calls'").label("part"),
+        records.c.tool,
+        records.c.kind,
+        func.sum(records.c.recent).label("hour_n"),
+        func.count().label("day_n"),
+        cast(null(), Integer).label("hour_rank"),
+        cast(null(), Integer).label("day_rank"),
+        cast(null(), Float).label("duration_ms"),
+    ).group_by(records.c.tool, records.c.kind)
+    # One order for all four (one sort), in two frames: up to the row (ROWS, not
+    # the default RANGE, so tied durations get successive ranks) and the whole
+    # tool. Functions of one window definition are computed in one pass.
+    order: Any = {"partition_by": records.c.tool, "order_by": records.c.duration_ms}
+    running, whole = {**order, "rows": (None, 0)}, {**order, "rows": (None, None)}
+    ranked = (
+        select(
+            records.c.tool,
+            records.c.recent,
+            records.c.duration_ms,
+            func.sum(records.c.recent).over(**whole).label("hour_n"),
+            func.count().over(**whole).label("day_n"),
+            func.sum(records.c.recent).over(**running).label("hour_rank"),
+            func.row_number().over(**running).label("day_rank"),
+        )
+        .where(records.c.duration_ms.is_not(None))
+        .subquery("ranked")
+    )
+    in_hour = ranked.c.recent == 1
+    ranks = select(
+        literal_column("'rank'"),
+        ranked.c.tool,
+        cast(null(), String),
+        case((in_hour, ranked.c.hour_n)),
+        ranked.c.day_n,
+        case((in_hour, ranked.c.hour_rank)),
+        ranked.c.day_rank,
+        ranked.c.duration_ms,
+    ).where(
+        or_(
+            _at_percentile(ranked.c.day_rank, ranked.c.day_n),
+            and_(in_hour, _at_percentile(ranked.c.hour_rank, ranked.c.hour_n)),
+        )
+    )
+    return union_all(calls, ranks)
+
+
+def _at_percentile(rank: Any, count: Any) -> ColumnElement[bool]:
+    # nearest_rank in SQL: integer division on both backends.
+    return or_(*(rank == (count * percent + 99) // 100 for percent in PERCENTILES))
+
+
+@dataclass
+class _Tally:
+    calls: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    percentiles: dict[int, float] = field(default_factory=dict)
+
+    def figures(self) -> ToolFigures:
+        return ToolFigures.of(
+            calls=self.calls,
+            errors=self.errors,
+            p50_ms=self.percentiles.get(50),
+            p95_ms=self.percentiles.get(95),
+        )
+
+
+def _tool_figures(rows: Any) -> dict[str, ToolWindows]:
+    tallies: dict[str, dict[str, _Tally]] = defaultdict(lambda: defaultdict(_Tally))
+    for part, tool, kind, hour_n, day_n, hour_rank, day_rank, duration in rows:
+        windows = tallies[tool]
+        if part == "calls":
+            for name, n in (("hour", hour_n), ("day", day_n)):
+                windows[name].calls += n
+                if kind is not None:
+                    windows[name].errors[kind] += n
+            continue
+        for name, rank, n in (("hour", hour_rank, hour_n), ("day", day_rank, day_n)):
+            for percent in PERCENTILES:
+                if rank is not None and rank == nearest_rank(n, percent):
+                    windows[name].percentiles[percent] = duration
+    return {
+        tool: ToolWindows(**{name: windows[name].figures() for name in FIGURE_WINDOWS})
+        for tool, windows in tallies.items()
+    }
 
 
 class SQLConsoleRecords:
@@ -99,24 +279,11 @@ class SQLConsoleRecords:
             rows = (await conn.execute(stmt)).all()
         return [_audit_record(row._asdict()) for row in rows]
 
-    async def audit_durations(
-        self, scope: Scope, *, since: datetime, limit: int = MAX_FIGURE_RECORDS
-    ) -> list[DurationRow]:
-        stmt = (
-            select(audit.c.tool, audit.c.at, audit.c.status, audit.c.outcome, audit.c.duration_ms)
-            .where(audit.c.at >= as_utc(since), audit.c.phase == "final")
-            # Implied by the time; lets a tenant's read stop at the day's first record.
-            .where(audit.c.seq >= _lowest_seq(as_utc(since)))
-            .where(*scope_conditions(audit, scope))
-            .order_by(audit.c.at.desc())
-            .limit(limit)
-        )
+    async def tool_figures(self, scope: Scope, *, now: datetime) -> dict[str, ToolWindows]:
+        stmt, values = _figures_query(scope, now)
         async with self._begin(write=False) as conn:
-            rows = (await conn.execute(stmt)).all()
-        return [
-            DurationRow(tool=tool, at=at, status=status, outcome=outcome, duration_ms=duration)
-            for tool, at, status, outcome, duration in rows
-        ]
+            rows = (await conn.execute(stmt, values)).all()
+        return _tool_figures(rows)
 
     async def list_runs(
         self, scope: Scope, *, before: datetime | None = None, limit: int = 50
