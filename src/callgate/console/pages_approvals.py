@@ -75,7 +75,8 @@ def _row(console: Console, record: ApprovalRecord, signed_in: SignedIn) -> dict[
 
 async def waiting(console: Console, signed_in: SignedIn) -> str:
     """How many pending requests ``signed_in`` sees (``100+`` past what the inbox shows)."""
-    return _count(*await _pending(console, signed_in))
+    rows = await _visible(console, signed_in, "pending", PENDING_SHOWN + 1)
+    return f"{PENDING_SHOWN}+" if len(rows) > PENDING_SHOWN else str(len(rows))
 
 
 def _version(rows: list[dict[str, Any]], more: bool) -> str:
