@@ -117,7 +117,20 @@ def cases(world: World) -> list[Case]:
         Case("audit, one day 15 days ago", auditor, audit, window),
         Case("audit, one day 15 days ago", admin, audit, window),
         Case("audit, since one day ago", auditor, audit, {"since": since}),
+        Case("audit, until 15 days ago (no since)", auditor, audit, {"until": window["until"]}),
         Case("audit, until 15 days ago (no since)", admin, audit, {"until": window["until"]}),
+        Case(
+            "audit, until 15 days ago (no since)",
+            "member (own calls)",
+            audit,
+            {"until": window["until"]},
+        ),
+        Case(
+            "audit, until 15 days ago, next page",
+            admin,
+            audit,
+            {"until": window["until"], "before": str(world.middle_seq)},
+        ),
         Case("audit, page at the middle", auditor, audit, {"before": str(world.middle_seq)}),
         Case("audit, page at the middle", admin, audit, {"before": str(world.middle_seq)}),
         Case("audit, tool + status=error", auditor, audit, {"tool": tool, "status": "error"}),
@@ -127,6 +140,15 @@ def cases(world: World) -> list[Case]:
         Case("audit, status=pending_approval", admin, audit, {"status": "pending_approval"}),
         Case("audit, phase=decision", admin, audit, {"phase": "decision"}),
         Case("audit, phase=late (matches none)", admin, audit, {"phase": "late"}),
+        Case(
+            "audit, status=pending_input (matches none)", admin, audit, {"status": "pending_input"}
+        ),
+        Case(
+            "audit, status=pending_input (matches none)",
+            auditor,
+            audit,
+            {"status": "pending_input"},
+        ),
         Case("tools (figures of the last day)", auditor, "/console/tools"),
         Case("tools (figures of the last day)", admin, "/console/tools"),
     ]

@@ -267,6 +267,22 @@ async def test_the_inbox_shows_the_longest_waiting_first_and_says_when_more_wait
     assert "<dd>2+</dd>" in health
 
 
+async def test_decided_requests_show_below_however_many_newer_ones_wait(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pages_approvals, "DECIDED_SHOWN", 1)
+    denied, _ = await site.park(budget=2100)
+    await (await site.gate.approvals()).deny(denied, by=BOB, reason="not this quarter")
+    waiting = [(await site.park(budget=2200 + n))[0] for n in range(5)]
+
+    async with site.signed_in(BOB) as bob:
+        inbox = (await bob.get("/console/approvals")).text
+
+    decided = inbox[inbox.index("Decided lately") :]
+    assert denied in decided and "not this quarter" in decided
+    assert all(w in inbox and w not in decided for w in waiting)
+
+
 async def test_the_audit_filters_pages_exports_and_tells_a_calls_story(site: Site) -> None:
     approval_id, preview_id = await site.park()
     for n in range(60):

@@ -322,6 +322,36 @@ async def test_list_can_leave_out_the_expired_before_the_limit(store: Store) -> 
     assert [r.id for r in every] == ["stale-0"]
 
 
+async def test_list_finds_the_expired_and_the_settled_whatever_waits_before_them(
+    store: Store,
+) -> None:
+    # Many live pending requests newer than the settled ones: a read of the newest
+    # rows, filtered afterwards, would find none of them.
+    minute = timedelta(minutes=1)
+    hour_later = NOW + timedelta(hours=1)
+    await store.create_approval(approval("old-pending", created_at=NOW, expires_at=NOW + minute))
+    await store.create_approval(approval("denied", created_at=NOW + minute, expires_at=hour_later))
+    await store.decide_approval("denied", state="denied", decided_by="x", note=None, at=NOW)
+    await store.create_approval(
+        approval("old-approved", created_at=NOW + 2 * minute, expires_at=NOW + 3 * minute)
+    )
+    await store.decide_approval("old-approved", state="approved", decided_by="x", note=None, at=NOW)
+    for n in range(20):
+        await store.create_approval(
+            approval(f"live-{n}", created_at=NOW + (10 + n) * minute, expires_at=hour_later)
+        )
+    at = NOW + 30 * minute
+
+    async def ids(**filters: Any) -> list[str]:
+        return [r.id for r in await store.list_approvals(limit=5, **filters)]
+
+    assert await ids(expired_at=at) == ["old-approved", "old-pending"]
+    assert await ids(settled_at=at) == ["old-approved", "denied", "old-pending"]
+    assert await ids(settled_at=at, oldest_first=True) == ["old-pending", "denied", "old-approved"]
+    assert await ids(settled_at=NOW) == ["old-approved", "denied"]
+    assert await ids(expired_at=NOW) == []
+
+
 async def test_find_returns_the_newest_approval_bound_to_the_call(store: Store) -> None:
     await store.create_approval(approval("old", created_at=NOW))
     await store.create_approval(approval("new", created_at=NOW + timedelta(minutes=1)))

@@ -85,6 +85,56 @@ async def test_pages_of_a_time_window_follow_the_cursor(store: Store, audit: Aud
     assert seen == _expected(4.5, 75.5)
 
 
+def _by_time(until: float = 1e9, tenant: str | None = None, since: float = -1) -> list[str]:
+    ids = [
+        (minute, i)
+        for i, minute in enumerate(MINUTES)
+        if since <= minute < until and (tenant is None or ("acme" if i % 3 else "globex") == tenant)
+    ]
+    return [f"c{i}" for _, i in sorted(ids, reverse=True)]  # newest first by time
+
+
+@pytest.mark.parametrize(
+    ("bound", "minutes"),
+    [("until", 4.5), ("until", 22.5), ("until", 55.5), ("until", 200.5), ("since", 12.5)],
+)
+async def test_one_time_bound_lists_records_newest_first_by_time_a_page_at_a_time(
+    store: Store, audit: Audit, bound: str, minutes: float
+) -> None:
+    """``since`` or ``until`` alone reads in time order from the bound: the late
+    commit (minute 15) and the backlog (5, 25) sit among the records of their time."""
+    await _fill(store, audit)
+    every = AuditQuery(scope=Scope(every_tenant=True), **{bound: T0 + timedelta(minutes=minutes)})
+    expected = {bound: minutes}
+    assert every.by_time
+    assert [r.call_id for r in await store.search_audit(every)] == _by_time(**expected)
+    acme = replace(every, scope=Scope(tenant="acme"), limit=2)
+    seen: list[str] = []
+    page = await store.search_audit(acme)
+    while page:
+        assert len(page) <= 2
+        seen += [r.call_id for r in page]
+        page = await store.search_audit(replace(acme, before=page[-1].seq))
+    assert seen == _by_time(tenant="acme", **expected)
+
+
+async def test_a_time_ordered_page_after_an_unknown_record_is_empty(
+    store: Store, audit: Audit
+) -> None:
+    await _fill(store, audit)
+    query = AuditQuery(scope=Scope(every_tenant=True), until=T0 + timedelta(hours=2))
+    assert len(await store.search_audit(query)) == len(MINUTES)
+    assert await store.search_audit(replace(query, before=10_000)) == []
+    # A cursor newer than until: the page starts at until.
+    early = replace(query, until=T0 + timedelta(minutes=22.5))
+    newest = (await store.search_audit(query))[0]
+    after_newest = await store.search_audit(replace(early, before=newest.seq))
+    assert [r.call_id for r in after_newest] == _by_time(22.5)
+    # In seq order, a cursor past the newest record is just the start.
+    seq_order = replace(query, until=None, before=10_000)
+    assert len(await store.search_audit(seq_order)) == len(MINUTES)
+
+
 async def test_figures_of_the_day_keep_late_commits_and_leave_old_ones_out(
     store: Store, audit: Audit
 ) -> None:

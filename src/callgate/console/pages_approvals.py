@@ -92,9 +92,8 @@ async def inbox(console: Console, request: Request, signed_in: SignedIn) -> Resp
     pending, more = await _pending(console, signed_in)
     decided = [
         _row(console, r, signed_in)
-        for r in await _visible(console, signed_in, None, DECIDED_SHOWN * 4)
-        if effective_state(r, console.gate.clock.now()) != "pending"
-    ][:DECIDED_SHOWN]
+        for r in await _visible(console, signed_in, "settled", DECIDED_SHOWN)
+    ]
     return console.render(
         "inbox.html",
         request,

@@ -311,18 +311,23 @@ class Approvals:
     ) -> list[ApprovalRecord]:
         """Newest first (``oldest_first``: the one waiting longest first).
         ``state='expired'`` lists pending/approved ones past their time; ``pending``
-        and ``approved`` only those still live."""
-        if state == "expired":
-            rows = await self._store.list_approvals(
-                tenant=tenant, limit=limit * 4, oldest_first=oldest_first
+        and ``approved`` only those still live; ``settled`` every one no longer
+        waiting for a decision (decided, used or expired)."""
+        now = self._clock.now()
+        if state in ("expired", "settled"):
+            return await self._store.list_approvals(
+                tenant=tenant,
+                limit=limit,
+                oldest_first=oldest_first,
+                expired_at=now if state == "expired" else None,
+                settled_at=now if state == "settled" else None,
             )
-            return [r for r in rows if self.state(r) == "expired"][:limit]
         live = state in ("pending", "approved")
         return await self._store.list_approvals(
             state=state,  # type: ignore[arg-type]
             tenant=tenant,
             limit=limit,
-            live_at=self._clock.now() if live else None,
+            live_at=now if live else None,
             oldest_first=oldest_first,
         )
 

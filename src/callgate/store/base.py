@@ -412,10 +412,15 @@ class Store(SearchRecords, ConsoleRecords, Protocol):
         tenant: str | None = None,
         limit: int = 100,
         live_at: datetime | None = None,
+        expired_at: datetime | None = None,
+        settled_at: datetime | None = None,
         oldest_first: bool = False,
     ) -> list[ApprovalRecord]:
         """Newest first (``oldest_first``: oldest first), optionally filtered by state
-        and tenant; with ``live_at``, only those expiring after it."""
+        and tenant; with ``live_at``, only those expiring after it; with
+        ``expired_at``, only the pending or approved ones expired by then (expiring
+        at or before it); with ``settled_at``, only those no longer waiting for a
+        decision then (every one but the pending ones still live)."""
 
     async def find_approval(
         self, *, tool: str, args_hash: str, user: str, tenant: str | None

@@ -76,8 +76,9 @@ class Scope:
 class AuditQuery:
     """A filter over the audit, newest first, a page at a time.
 
-    Every field narrows; None leaves it open. ``before`` is the cursor: only
-    records with a ``seq`` below it (the last ``seq`` of the previous page).
+    Every field narrows; None leaves it open. ``before`` is the cursor: the
+    ``seq`` of the previous page's last record; a page goes on after it, in the
+    query's order (see :attr:`by_time`).
     """
 
     scope: Scope
@@ -97,6 +98,21 @@ class AuditQuery:
     until: datetime | None = None
     before: int | None = None
     limit: int = 50
+
+    @property
+    def by_time(self) -> bool:
+        """Whether pages are ordered by time (``at``, then ``seq``, descending)
+        rather than by ``seq`` alone: for one time bound, ``since`` or ``until``.
+
+        ``seq`` follows ``at`` closely but not strictly (a backlog commits late),
+        so a ``seq`` order under a time bound can only be read from an index of
+        ``seq``, filtering on ``at``: with ``until`` alone, from the newest record
+        back to ``until``, as far as the audit is long. In time order, the
+        ``(at, seq)`` and ``(tenant, at, seq)`` indexes start the page at the
+        bound. A window (both bounds) keeps the ``seq`` order: it is read between
+        the lowest and highest ``seq`` of its records.
+        """
+        return (self.since is None) != (self.until is None)
 
     def equalities(self) -> dict[str, str]:
         """The filters that ask a field to equal a value (the scope aside); an admin's
@@ -195,8 +211,10 @@ class ConsoleRecords(Protocol):
     """The console's reads, and its sessions."""
 
     async def search_audit(self, query: AuditQuery) -> list[AuditRecord]:
-        """Records matching ``query``, newest first (descending ``seq``), at most
-        ``query.limit``.
+        """Records matching ``query``, newest first (descending ``seq``; by time,
+        descending ``(at, seq)``, when :attr:`AuditQuery.by_time`), at most
+        ``query.limit``; with ``query.before``, those after that record in this
+        order (by time: none when no record has that ``seq``).
 
         Raises:
             ValueError: ``limit`` is not positive, or a time is naive.

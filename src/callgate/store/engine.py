@@ -52,7 +52,7 @@ _DRIVERS = {
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 BEGIN_OPTION = "callgate_sqlite_begin"
 BUSY_TIMEOUT_MS = 5000
-MIGRATIONS_HEAD = "0015"
+MIGRATIONS_HEAD = "0016"
 """The newest revision in ``migrations/versions`` (a test keeps the two equal)."""
 
 

@@ -250,6 +250,8 @@ class MemoryStore(MemorySearchRecords, MemoryConsoleRecords):
         tenant: str | None = None,
         limit: int = 100,
         live_at: datetime | None = None,
+        expired_at: datetime | None = None,
+        settled_at: datetime | None = None,
         oldest_first: bool = False,
     ) -> list[ApprovalRecord]:
         await checkpoint()
@@ -259,6 +261,11 @@ class MemoryStore(MemorySearchRecords, MemoryConsoleRecords):
             if (state is None or r.state == state)
             and (tenant is None or r.tenant == tenant)
             and (live_at is None or r.expires_at > live_at)
+            and (
+                expired_at is None
+                or (r.state in ("pending", "approved") and r.expires_at <= expired_at)
+            )
+            and (settled_at is None or r.state != "pending" or r.expires_at <= settled_at)
         ]
         rows.sort(key=lambda r: (r.created_at, r.id), reverse=not oldest_first)
         return rows[:limit]

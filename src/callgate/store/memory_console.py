@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
@@ -33,9 +34,7 @@ def _matches(record: AuditRecord, query: AuditQuery) -> bool:
         return False
     if query.since is not None and record.at < as_utc(query.since):
         return False
-    if query.until is not None and record.at >= as_utc(query.until):
-        return False
-    return query.before is None or record.seq < query.before
+    return query.until is None or record.at < as_utc(query.until)
 
 
 def _figures(records: Sequence[AuditRecord]) -> ToolFigures:
@@ -62,13 +61,24 @@ class MemoryConsoleRecords:
         await checkpoint()
         if query.limit < 1:
             raise ValueError(f"limit must be positive, not {query.limit}")
-        found: list[AuditRecord] = []
-        for record in reversed(self._audit):
-            if _matches(record, query):
-                found.append(replace(record, detail=copy.deepcopy(record.detail)))
-                if len(found) == query.limit:
-                    break
-        return found
+        if query.by_time:
+            found = self._by_time(query)
+        else:
+            newest = (
+                r for r in reversed(self._audit) if query.before is None or r.seq < query.before
+            )
+            found = list(itertools.islice((r for r in newest if _matches(r, query)), query.limit))
+        return [replace(r, detail=copy.deepcopy(r.detail)) for r in found]
+
+    def _by_time(self, query: AuditQuery) -> list[AuditRecord]:
+        found = [r for r in self._audit if _matches(r, query)]
+        if query.before is not None:
+            cursor = next((r for r in self._audit if r.seq == query.before), None)
+            if cursor is None:
+                return []
+            found = [r for r in found if (r.at, r.seq) < (cursor.at, cursor.seq)]
+        found.sort(key=lambda r: (r.at, r.seq), reverse=True)
+        return found[: query.limit]
 
     async def tool_figures(self, scope: Scope, *, now: datetime) -> dict[str, ToolWindows]:
         await checkpoint()

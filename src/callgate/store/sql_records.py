@@ -115,13 +115,24 @@ class HumanLoopRecords:
         tenant: str | None = None,
         limit: int = 100,
         live_at: datetime | None = None,
+        expired_at: datetime | None = None,
+        settled_at: datetime | None = None,
         oldest_first: bool = False,
     ) -> list[ApprovalRecord]:
         """Newest first (by ``created_at``, then ``id``; ``oldest_first``: the
-        reverse), optionally filtered; with ``live_at``, only those expiring after it."""
+        reverse), optionally filtered; see :meth:`Store.list_approvals`."""
         stmt = select(approvals).order_by(*self._newest_first(reverse=oldest_first)).limit(limit)
         if live_at is not None:
             stmt = stmt.where(approvals.c.expires_at > as_utc(live_at))
+        if expired_at is not None:
+            stmt = stmt.where(
+                approvals.c.state.in_(("pending", "approved")),
+                approvals.c.expires_at <= as_utc(expired_at),
+            )
+        if settled_at is not None:
+            stmt = stmt.where(
+                or_(approvals.c.state != "pending", approvals.c.expires_at <= as_utc(settled_at))
+            )
         if state is not None:
             stmt = stmt.where(approvals.c.state == state)
         if tenant is not None:

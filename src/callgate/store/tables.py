@@ -122,8 +122,12 @@ audit = Table(
     Index(None, "tool", "seq"),
     Index(None, "user", "seq"),
     Index(None, "outcome", "seq"),
+    Index(None, "status", "seq"),
+    Index(None, "risk", "seq"),
+    Index(None, "phase", "seq"),
     Index(None, "trace_id"),
     Index(None, "at", "seq"),
+    Index(None, "tenant", "at", "seq"),
 )
 
 idempotency = Table(
