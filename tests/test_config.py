@@ -192,7 +192,8 @@ def test_a_file_reference_to_an_init_loads_its_package(tmp_path: Path) -> None:
 def test_unknown_keys_are_rejected_with_their_place(tmp_path: Path) -> None:
     assert (
         "storee: unknown key (allowed: store, toolboxes, policy, limits, context, secrets, "
-        "principal, mcp, upstreams, auth, discovery, code_mode)" in bad(tmp_path, 'storee = "x"\n')
+        "principal, mcp, upstreams, auth, discovery, code_mode, lint)"
+        in bad(tmp_path, 'storee = "x"\n')
     )
     assert "policy.rules[0].whn: unknown key" in bad(
         tmp_path, '[[policy.rules]]\neffect = "deny"\nwhn = "true"\n'

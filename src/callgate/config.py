@@ -70,6 +70,7 @@ from callgate.discovery.skills import SkillError
 from callgate.errors import InvalidArgument, UserError
 from callgate.gateway import upstream_toolboxes
 from callgate.gateway.settings import UpstreamConfigError, UpstreamSettings, parse_upstreams
+from callgate.lint.settings import LintSettings, parse_lint
 from callgate.ratelimit import RateLimits, parse_rate_limits
 from callgate.runtime.gate import STORE_ENV, Gate, default_store_url, store_from_url
 from callgate.runtime.limits import Limits
@@ -171,6 +172,7 @@ class _ConfigFile(BaseModel):
     auth: dict[str, Any] | None = None  # checked by callgate.auth.parse_auth
     discovery: dict[str, Any] = {}  # checked by callgate.discovery.parse_discovery
     code_mode: dict[str, Any] = {}  # checked by callgate.codemode.parse_code_mode
+    lint: dict[str, Any] = {}  # checked by callgate.lint.parse_lint
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -226,6 +228,7 @@ class GateConfig:
         rate_limits: per-principal and per-tool rate limits (``[limits.rate]``).
         discovery: tool search, disclosure and skills (``[discovery]``).
         code_mode: programs run by ``callgate.run_code`` (``[code_mode]``).
+        lint: the rules ``callgate lint`` leaves out, per tool (``[lint]``).
     """
 
     source: Path | None = None
@@ -242,6 +245,7 @@ class GateConfig:
     rate_limits: RateLimits = field(default_factory=RateLimits)
     discovery: DiscoverySettings = field(default_factory=DiscoverySettings)
     code_mode: CodeModeSettings = field(default_factory=CodeModeSettings)
+    lint: LintSettings = field(default_factory=LintSettings)
 
     @property
     def label(self) -> str:
@@ -361,6 +365,7 @@ def load_config(path: str | os.PathLike[str]) -> GateConfig:
         auth=_build_auth(parsed.auth, str(source), source.parent),
         discovery=_build_discovery(parsed.discovery, str(source), source.parent),
         code_mode=_build_code_mode(parsed.code_mode, str(source)),
+        lint=_build_lint(parsed.lint, str(source)),
     )
 
 
@@ -508,6 +513,13 @@ def _build_discovery(raw: Mapping[str, Any], label: str, base_dir: Path) -> Disc
 def _build_code_mode(raw: Mapping[str, Any], label: str) -> CodeModeSettings:
     try:
         return parse_code_mode(raw, label)
+    except InvalidArgument as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _build_lint(raw: Mapping[str, Any], label: str) -> LintSettings:
+    try:
+        return parse_lint(raw, label)
     except InvalidArgument as exc:
         raise ConfigError(str(exc)) from None
 

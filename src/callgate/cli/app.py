@@ -37,6 +37,8 @@ from callgate.cli._help import HelpGroup
 from callgate.cli.approvals import approvals_app
 from callgate.cli.call import call
 from callgate.cli.console import console_app
+from callgate.cli.contract import contract_app
+from callgate.cli.lint import lint
 from callgate.cli.run import run
 from callgate.cli.serve import serve
 from callgate.cli.tools import tools
@@ -59,10 +61,11 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for command in (serve, run, tools, call, upstreams):
+for command in (serve, run, tools, call, upstreams, lint):
     app.command()(command)
 app.add_typer(approvals_app)
 app.add_typer(console_app)
+app.add_typer(contract_app)
 
 
 def _version(value: bool) -> None:
