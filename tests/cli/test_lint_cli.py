@@ -4,10 +4,22 @@ with findings that say why and how to fix, waivers and --json for CI."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from callgate.lint import RULES
 from tests.cli.conftest import Cli
+from tests.gateway.upstreams import (
+    Servers,
+    everything,
+    git_server,
+    servers_fixture,
+    write_config,
+)
+
+__all__ = ["servers_fixture"]  # the fixture ``servers``, for the real upstreams' test
 
 BAD_TOOLS = '''
 from callgate import Toolbox
@@ -123,3 +135,19 @@ def test_rules_lists_every_rule(cli: Cli) -> None:
     listed = cli.json("lint", "--rules")
     assert [r["id"] for r in listed] == list(RULES)
     assert "why:" in cli("lint", "--rules").output
+
+
+@pytest.mark.slow
+def test_real_upstream_servers_are_linted_through_the_gateway(cli: Cli, servers: Servers) -> None:
+    repo = cli.tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    config = write_config(cli.tmp_path, everything(servers), git_server(servers, repo))
+    report = cli.json("lint", "--config", str(config), "--fail-on", "warning", exit_code=1)
+    found = {(f["tool"], f["rule"]) for f in report["findings"]}
+    # The classic pair a model confuses, in mcp-server-git.
+    assert ("git.git_diff_staged", "name-lookalike") in found
+    # Untrusted upstream writes that nothing guards.
+    assert ("git.git_commit", "risk-unguarded-write") in found
+    # Each server keeps its own naming style: kebab-case and snake_case are not mixed up.
+    assert not any(rule == "name-case" for _, rule in found)
+    assert report["tools"] >= 20

@@ -161,6 +161,10 @@ async def test_a_bad_credential_is_a_down_upstream_that_names_no_secret(tmp_path
         async with gateway(tmp_path, table, wait=1) as gate:
             (box,) = gate.upstreams()
             connection = box.connection  # type: ignore[attr-defined]
+            # The refusal may take longer than startup_wait on a loaded machine.
+            with anyio.fail_after(20):
+                while connection.state.value == "starting":  # noqa: ASYNC110
+                    await anyio.sleep(0.05)
             assert connection.state.value == "down"
             error = connection.stats.last_error
             assert error.startswith("the upstream refused the gateway's credential (HTTP 401")

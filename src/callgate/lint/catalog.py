@@ -35,19 +35,24 @@ def check_catalog(tools: Sequence[ToolFacts]) -> Iterator[tuple[ToolFacts, str, 
 
 
 def _case(tools: Sequence[ToolFacts]) -> Iterator[tuple[ToolFacts, str, str]]:
-    styles = {t.name: w.style(t.local_name) for t in tools}
-    counted = Counter(s for s in styles.values() if s is not None)
-    if len(counted) < 2:
-        return
-    usual, _ = counted.most_common(1)[0]
+    """Per namespace (a toolbox, an upstream): servers each keep their own style."""
+    groups: dict[str | None, list[ToolFacts]] = {}
     for tool in tools:
-        found = styles[tool.name]
-        if found is not None and found != usual:
-            yield (
-                tool,
-                "name-case",
-                f"{tool.local_name!r} is {found} case; most names are {usual} case",
-            )
+        groups.setdefault(tool.namespace, []).append(tool)
+    for group in groups.values():
+        styles = {t.name: w.style(t.local_name) for t in group}
+        counted = Counter(s for s in styles.values() if s is not None)
+        if len(counted) < 2:
+            continue
+        usual, _ = counted.most_common(1)[0]
+        for tool in group:
+            found = styles[tool.name]
+            if found is not None and found != usual:
+                yield (
+                    tool,
+                    "name-case",
+                    f"{tool.local_name!r} is {found} case; most of its neighbours' are {usual}",
+                )
 
 
 def _lookalike_names(tools: Sequence[ToolFacts]) -> Iterator[tuple[ToolFacts, str, str]]:
