@@ -75,6 +75,13 @@ CASES = [
         tool(**param(created_date={"type": "string", "format": "date", "description": "When."})),
     ),
     (
+        "param-example",
+        tool(**param(sku={"type": "string", "maxLength": 9, "description": "The product's code."})),
+        tool(
+            **param(sku={"type": "string", "maxLength": 9, "description": "The code, e.g. 'P-1'."})
+        ),
+    ),
+    (
         "param-enum",
         tool(
             **param(

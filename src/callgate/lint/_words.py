@@ -63,6 +63,11 @@ LISTED_VALUES = re.compile(
 """Prose that lists a closed set of values (a quoted value soon after)..."""
 EXAMPLES = re.compile(r"\bsuch as\b|\be\.g\.|\betc\b|\bfor example\b|\blike ['\"]", re.IGNORECASE)
 """...unless they are examples of an open set."""
+EXAMPLE_GIVEN = re.compile(
+    r"\be\.g\.|\bfor example\b|\bsuch as\b|\blike\b|\bexample\b|['\"`][^'\"`]+['\"`]",
+    re.IGNORECASE,
+)
+"""A description that shows a value (quoted, or after e.g.)."""
 NEXT_STEP = re.compile(
     r"\b(use|try|call|ask|check|first|instead|retry|wait|provide|give|pass|choose|pick"
     r"|must|should|need|needs|set|add|remove|run|see|contact|request|expected|allowed"

@@ -74,6 +74,13 @@ def _parameters(tool: ToolFacts) -> Iterator[Hit]:
                 if pattern.search(snake):
                     yield "param-format", f"{name!r} looks like a {fmt} but gives no format"
                     break
+            if (
+                described
+                and "examples" not in schema
+                and "default" not in schema
+                and not w.EXAMPLE_GIVEN.search(described)
+            ):
+                yield "param-example", f"{name!r} gives no example value"
             if w.LISTED_VALUES.search(described) and not w.EXAMPLES.search(described):
                 yield "param-enum", f"{name!r} lists its values in prose: {described[:80]!r}"
         if key in w.IDENTIFIED and (

@@ -119,6 +119,13 @@ _ALL = (
         fix="give a format (date, date-time, email, uri) or a pattern, and an example",
     ),
     Rule(
+        id="param-example",
+        severity="info",
+        area="parameters",
+        why="one example value shows the model the shape an id or a code takes better than a sentence",
+        fix="add an example to the description ('e.g. \"C-1042\"') or to the schema's examples",
+    ),
+    Rule(
         id="param-enum",
         severity="warning",
         area="parameters",
