@@ -39,6 +39,7 @@ from callgate.cli.call import call
 from callgate.cli.console import console_app
 from callgate.cli.contract import contract_app
 from callgate.cli.lint import lint
+from callgate.cli.replay import replay
 from callgate.cli.run import run
 from callgate.cli.serve import serve
 from callgate.cli.tools import tools
@@ -61,7 +62,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for command in (serve, run, tools, call, upstreams, lint):
+for command in (serve, run, tools, call, upstreams, lint, replay):
     app.command()(command)
 app.add_typer(approvals_app)
 app.add_typer(console_app)
