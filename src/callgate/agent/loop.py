@@ -77,6 +77,7 @@ from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.gate import Gate
 from callgate.runtime.suggest import did_you_mean
 from callgate.store.base import RunRecord, RunStatus
+from callgate.tracing.agent import RunSpan, agent_run, model_turn
 
 __all__ = ["Agent", "CallOutcome", "RunEvent", "RunLimits", "RunResult", "RunUsage"]
 
@@ -285,7 +286,13 @@ class Agent:
 
     # -- the loop -------------------------------------------------------------
     async def _go(self, run: RunState) -> RunResult:
-        self._emit(run, "start", self.model.name, resumed=run.turn > 0)
+        resumed = run.turn > 0
+        self._emit(run, "start", self.model.name, resumed=resumed)
+        # callgate.tracing: the run's span (a no-op when tracing is off).
+        with agent_run(self.model.name, run.id, self.principal, resumed=resumed) as span:
+            return await self._go_traced(run, span)
+
+    async def _go_traced(self, run: RunState, span: RunSpan) -> RunResult:
         started = time.monotonic()
         spent_before = run.usage.seconds
         try:
@@ -295,6 +302,7 @@ class Agent:
             status, reason = "stopped", f"wall time limit ({self.limits.wall_time:g} s) reached"
         except _Stop as stop:
             status, reason = stop.status, stop.reason
+        span.ended(status, reason, run)
         run.usage.seconds = spent_before + (time.monotonic() - started)
         kinds: dict[str, EventKind] = {
             "completed": "done",
@@ -388,7 +396,8 @@ class Agent:
             }
         )
         try:
-            response = await self.model.request(request)
+            with model_turn(self.model.name, request, run.turn) as turn:  # callgate.tracing
+                response = turn.answered(await self.model.request(request))
         except ModelError as exc:
             run.trace.append({"type": "model_error", "turn": run.turn, "error": str(exc)})
             if exc.cut_off:  # like an answer cut off at the output limit: a limit, not a fault

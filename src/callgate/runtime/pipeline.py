@@ -71,6 +71,12 @@ _AFTER_RESOLVE: dict[bool, dict[ChangeRole | None, tuple[Stage, ...]]] = {
 }
 
 
+Chains = tuple[Stage, dict[bool, dict[ChangeRole | None, tuple[Stage, ...]]]]
+"""Resolve, then the stages after it by [rate limited][change role or None]."""
+
+CHAINS: Chains = (resolve, _AFTER_RESOLVE)
+
+
 async def run(call: Call) -> Envelope:
     """Run ``call`` through every stage, then record it (stage 10).
 
@@ -80,9 +86,17 @@ async def run(call: Call) -> Envelope:
     the call is still recorded (as an unknown outcome when a side effect may
     have started) before the cancellation propagates.
     """
+    tracer = call.services.tracer
+    if tracer is None:  # tracing off (the default): nothing else to pay
+        return await _run(call, CHAINS)
+    # callgate.tracing: the same chain in the call's span, each stage adding its event.
+    return await tracer.governed(call, lambda: _run(call, tracer.chains(CHAINS)))
+
+
+async def _run(call: Call, chains: Chains) -> Envelope:
     store_failed = False
     try:
-        envelope = await _stages(call)
+        envelope = await _stages(call, chains)
     except asyncio.CancelledError:
         envelope = _cancelled(call)
         # Shielded for real (not asyncio.shield, which only detaches): the
@@ -106,15 +120,16 @@ async def run(call: Call) -> Envelope:
     return await record(call, envelope, store_failed=store_failed)
 
 
-async def _stages(call: Call) -> Envelope:
-    envelope = await resolve(call)
+async def _stages(call: Call, chains: Chains) -> Envelope:
+    first, after_resolve = chains
+    envelope = await first(call)
     if envelope is not None:
-        call.refused_by = resolve.__name__
+        call.refused_by = first.__name__
         return envelope
     # The stages after resolve: the tool it found decides the rest of the chain.
     binding = call.spec.change if call.spec is not None else None
-    chains = _AFTER_RESOLVE[call.services.rate_limiter is not None]
-    for stage in chains[None if binding is None else binding.role]:
+    after = after_resolve[call.services.rate_limiter is not None]
+    for stage in after[None if binding is None else binding.role]:
         envelope = await stage(call)
         if envelope is not None:
             if call.decision is None and envelope.error is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from callgate.clock import SYSTEM_CLOCK, Clock
 from callgate.contract import ToolSpec
@@ -18,6 +18,10 @@ from callgate.runtime.runner import Runner
 from callgate.runtime.validation import ArgumentValidator
 from callgate.store import GroupCommitter, Store
 from callgate.store.backlog import WriteBacklog
+from callgate.tracing import current as current_tracer
+
+if TYPE_CHECKING:
+    from callgate.tracing._calls import CallTracer
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -50,6 +54,9 @@ class Services:
     inflight: dict[str, InFlight] = field(default_factory=dict)
     rate_limiter: RateLimiter | None = None
     """Per-principal and per-tool rate limits; None (no rate stage) when none are set."""
+    tracer: CallTracer | None = field(default_factory=current_tracer)
+    """Emits each call's span (see :mod:`callgate.tracing`); None, the default, when
+    tracing is not configured as the gate opens."""
     _validators: dict[str, ArgumentValidator] = field(default_factory=dict)
 
     def validator_for(self, spec: ToolSpec) -> ArgumentValidator:
