@@ -38,6 +38,7 @@ from callgate.cli.approvals import approvals_app
 from callgate.cli.call import call
 from callgate.cli.console import console_app
 from callgate.cli.contract import contract_app
+from callgate.cli.eval import eval_app
 from callgate.cli.lint import lint
 from callgate.cli.replay import replay
 from callgate.cli.run import run
@@ -67,6 +68,7 @@ for command in (serve, run, tools, call, upstreams, lint, replay):
 app.add_typer(approvals_app)
 app.add_typer(console_app)
 app.add_typer(contract_app)
+app.add_typer(eval_app)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,290 @@
+"""``callgate eval``: run a suite of tasks through the agent loop, and compare runs.
+
+``run SUITE`` runs each task of a suite file (docs/evals.md) through the agent
+loop, prints a table (or JSON) and can write the JSON and an HTML report. It
+exits 0, or 1 when the success rate is below ``--min-success``. ``compare
+BEFORE AFTER`` tells which tasks got better or worse; it exits 0, or 1 with
+``--fail-on-worse`` when a task got worse. Both exit 2 when a file or option
+cannot be used, with one line naming the file, the task and the field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from callgate.cli._common import (
+    EXIT_FAILED,
+    CliError,
+    JsonOption,
+    StoreOption,
+    cli_errors,
+    console,
+    print_json,
+)
+
+if TYPE_CHECKING:
+    from callgate.agent.model import Model
+    from callgate.eval.results import EvalResult
+    from callgate.eval.runner import ModelFactory
+    from callgate.eval.tasks import Suite, Task
+
+__all__ = ["eval_app"]
+
+eval_app = typer.Typer(
+    name="eval",
+    help="Run eval suites through the agent loop and compare their results.",
+    no_args_is_help=True,
+)
+
+
+def _model_factory(spec: str, base_url: str | None) -> tuple[str, ModelFactory]:
+    from callgate.agent.providers import PROVIDERS, make_model
+    from callgate.eval.runner import scripted
+
+    if spec == "scripted":
+        return "scripted", scripted
+    provider, _, name = spec.partition(":")
+    if provider not in PROVIDERS or not name:
+        raise CliError(
+            f"--model {spec!r}: expected scripted or PROVIDER:MODEL with a provider of "
+            f"{', '.join(PROVIDERS)} (e.g. anthropic:claude-sonnet-4-5)"
+        )
+    try:
+        make_model(provider, name, base_url=base_url)  # fail early: key, extra, URL
+    except (ValueError, ImportError) as exc:
+        raise CliError(f"--model {spec}: {exc}") from None
+
+    def factory(task: Task) -> Model:
+        return make_model(provider, name, base_url=base_url)
+
+    return spec, factory
+
+
+@eval_app.command("run")
+def run_suite_command(
+    suite: Annotated[
+        Path, typer.Argument(metavar="SUITE", help="The suite file (TOML).", show_default=False)
+    ],
+    split: Annotated[
+        str, typer.Option("--split", metavar="SPLIT", help="Which tasks: dev, heldout or all.")
+    ] = "all",
+    tag: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tag",
+            metavar="TAG",
+            help="Only tasks with this tag (repeat for several).",
+            show_default=False,
+        ),
+    ] = None,
+    repeat: Annotated[
+        int, typer.Option("--repeat", metavar="N", min=1, help="Runs of each task.")
+    ] = 1,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", metavar="N", min=1, help="Runs at once.")
+    ] = 4,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            metavar="MODEL",
+            help="scripted (each task's script) or PROVIDER:MODEL, e.g. anthropic:claude-sonnet-4-5.",
+        ),
+    ] = "scripted",
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            metavar="URL",
+            help="The provider's endpoint (openai-compatible needs one).",
+            show_default=False,
+        ),
+    ] = None,
+    min_success: Annotated[
+        float | None,
+        typer.Option(
+            "--min-success",
+            metavar="RATE",
+            min=0.0,
+            max=1.0,
+            help="Exit 1 when the success rate is below RATE (0 to 1).",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            metavar="FILE",
+            help="Write the result as JSON to FILE.",
+            show_default=False,
+        ),
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="Write an HTML report with plots to FILE.",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """Run a suite's tasks through the agent loop and report the metrics.
+
+    Every run has its own in-memory store, so --store is accepted and not used.
+    """
+    from callgate.eval.tasks import load_suite
+
+    with cli_errors():
+        if split not in ("dev", "heldout", "all"):
+            raise CliError(f"--split must be dev, heldout or all, not {split!r}")
+        try:
+            loaded = load_suite(suite)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+        chosen = loaded.select(split=split, tags=tag or ())
+        if not chosen.tasks:
+            raise CliError(f"{suite}: no task in split {split!r} with tags {tag or []}")
+        name, factory = _model_factory(model, base_url)
+        result = _run(chosen, factory, name, repeat, concurrency, split, show=not as_json)
+        if out is not None:
+            _write(out, json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+        if html is not None:
+            from callgate.eval.html import render_html
+
+            _write(html, render_html(result))
+    if as_json:
+        print_json(result.to_json())
+    else:
+        from callgate.eval.report import print_result
+
+        print_result(console(), result)
+    if min_success is not None and result.overall.success_rate < min_success:
+        typer.echo(
+            f"callgate: success rate {result.overall.success_rate:.0%} is below "
+            f"--min-success {min_success:.0%}",
+            err=True,
+        )
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {path} ({exc.strerror})") from None
+
+
+def _run(
+    suite: Suite,
+    factory: ModelFactory,
+    name: str,
+    repeat: int,
+    concurrency: int,
+    split: str,
+    *,
+    show: bool,
+) -> EvalResult:
+    from callgate.eval.runner import run_suite
+
+    out = console()
+    total = len(suite.tasks) * repeat
+    if not (show and out.is_terminal):
+        return asyncio.run(
+            run_suite(
+                suite,
+                model=factory,
+                model_name=name,
+                repeat=repeat,
+                concurrency=concurrency,
+                split=split,
+            )
+        )
+    from rich.progress import Progress
+
+    with Progress(console=out, transient=True) as progress:
+        bar = progress.add_task(f"{suite.name}", total=total)
+        return asyncio.run(
+            run_suite(
+                suite,
+                model=factory,
+                model_name=name,
+                repeat=repeat,
+                concurrency=concurrency,
+                split=split,
+                on_done=lambda _: progress.advance(bar),
+            )
+        )
+
+
+@eval_app.command("compare")
+def compare_command(
+    before: Annotated[
+        Path,
+        typer.Argument(
+            metavar="BEFORE",
+            help="The earlier result (JSON from eval run --out).",
+            show_default=False,
+        ),
+    ],
+    after: Annotated[
+        Path, typer.Argument(metavar="AFTER", help="The later result.", show_default=False)
+    ],
+    fail_on_worse: Annotated[
+        bool, typer.Option("--fail-on-worse", help="Exit 1 when any task got worse.")
+    ] = False,
+    as_json: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """Show which tasks got better or worse between two eval results, and by how much."""
+    from callgate.eval.compare import compare, compare_json
+
+    with cli_errors():
+        old, new = _read(before), _read(after)
+    changes, overall = compare(old, new)
+    if as_json:
+        print_json(compare_json(old, new))
+    else:
+        from rich.table import Table
+
+        out = console()
+        table = Table(title=f"{before.name} → {after.name}", title_justify="left")
+        for column in ("task", "before", "after", "change", "", "note"):
+            table.add_column(column)
+        for c in [*changes, overall]:
+            style = {"better": "green", "worse": "red"}.get(c.verdict, "")
+            table.add_row(
+                c.task,
+                f"{c.before.successes}/{c.before.runs}" if c.before else "-",
+                f"{c.after.successes}/{c.after.runs}" if c.after else "-",
+                f"{c.delta:+.0%}",
+                f"[{style}]{c.verdict}[/]" if style else c.verdict,
+                c.note,
+            )
+        out.print(table)
+    if fail_on_worse and any(c.verdict == "worse" for c in changes):
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _read(path: Path) -> EvalResult:
+    from callgate.eval.results import EvalResult
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read it ({exc.strerror})") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CliError(f"{path}: not JSON ({exc})") from None
+    try:
+        return EvalResult.from_json(data, label=str(path))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
