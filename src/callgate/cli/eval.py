@@ -48,10 +48,14 @@ def _model_factory(spec: str, base_url: str | None) -> tuple[str, ModelFactory]:
 
     if spec == "scripted":
         return "scripted", scripted
+    if spec == "matcher":
+        from callgate.eval.matcher import matching_model
+
+        return "matcher", matching_model
     provider, _, name = spec.partition(":")
     if provider not in PROVIDERS or not name:
         raise CliError(
-            f"--model {spec!r}: expected scripted or PROVIDER:MODEL with a provider of "
+            f"--model {spec!r}: expected scripted, matcher or PROVIDER:MODEL with a provider of "
             f"{', '.join(PROVIDERS)} (e.g. anthropic:claude-sonnet-4-5)"
         )
     try:
@@ -93,7 +97,9 @@ def run_suite_command(
         typer.Option(
             "--model",
             metavar="MODEL",
-            help="scripted (each task's script) or PROVIDER:MODEL, e.g. anthropic:claude-sonnet-4-5.",
+            help="scripted (each task's script), matcher (the script, but each tool chosen "
+            "among look-alikes by how well its description matches the prompt: docs/evals.md) "
+            "or PROVIDER:MODEL, e.g. anthropic:claude-sonnet-4-5.",
         ),
     ] = "scripted",
     base_url: Annotated[
