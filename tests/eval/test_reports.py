@@ -51,9 +51,13 @@ def test_a_result_survives_its_json(demo_result: EvalResult) -> None:
     assert again.to_json() == demo_result.to_json()
 
 
-def test_the_html_report_is_one_file_with_plots(demo_result: EvalResult) -> None:
+def test_the_html_report_is_one_file_with_plots(
+    demo_result: EvalResult, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     pytest.importorskip("matplotlib")
     page = render_html(demo_result)
+    # The demo suite's report of this test run, kept with the run's other files.
+    (tmp_path_factory.mktemp("eval-report") / "demo.html").write_text(page, encoding="utf-8")
 
     assert page.count("<svg") >= 3
     assert "budget-big-raise-needs-approval" in page
