@@ -1,0 +1,51 @@
+"""``callgate eval run --model PROVIDER:MODEL``: a suite run against a model behind
+an OpenAI-compatible HTTP server (a local fake answering as a model would), not
+the task's script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.cli.test_run import fake_openai, text, tool_call
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # spawns callgate
+
+SUITE = """
+[suite]
+name = "provider"
+
+[[tasks]]
+id = "status"
+prompt = "How is deployment D-1?"
+script = [{ reply = "never used: the model answers" }]
+[tasks.expect]
+calls = [{ tool = "ops.deploy_status", args = { deploy_id = "D-1" } }]
+answer_contains = ["running"]
+"""
+
+
+async def test_a_suite_runs_against_a_model_server_and_is_judged_on_its_calls(
+    tmp_path: Path,
+) -> None:
+    suite = tmp_path / "suite.toml"
+    suite.write_text(SUITE)
+    turns = [tool_call("deploy_status", {"deploy_id": "D-1"}), text("D-1 is running fine.")]
+    async with fake_openai(turns) as (url, fake):
+        command = [sys.executable, "-m", "callgate", "eval", "run", str(suite), "--json"]
+        command += ["--model", "openai-compatible:fake-model", "--base-url", url]
+        env = {**os.environ, "OPENAI_API_KEY": "", "COLUMNS": "200"}
+        with anyio.fail_after(60):
+            done = await anyio.run_process(command, env=env, check=False, stdin=subprocess.DEVNULL)
+
+    assert done.returncode == 0, done.stderr.decode()
+    result = json.loads(done.stdout)
+    assert result["model"] == "openai-compatible:fake-model"
+    assert result["overall"]["success_rate"] == 1.0
+    assert len(fake.requests) == 2  # the tool call, then the answer
