@@ -81,6 +81,8 @@ LEFT_OUT = {
     "ValueRefused",
     # The web console's own, raised by a page handler and rendered as its error page.
     "ConsoleError",
+    # The tau2 converter's own: a value TOML cannot hold, caught to skip the task.
+    "_NotToml",
 }
 
 BRANCHES = {"CallgateError", "UserError", "RuntimeFailure", "ToolError"}
