@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -49,3 +50,19 @@ async def test_a_suite_runs_against_a_model_server_and_is_judged_on_its_calls(
     assert result["model"] == "openai-compatible:fake-model"
     assert result["overall"]["success_rate"] == 1.0
     assert len(fake.requests) == 2  # the tool call, then the answer
+
+
+async def test_a_run_the_model_could_not_answer_says_why_it_failed(tmp_path: Path) -> None:
+    suite = tmp_path / "suite.toml"
+    suite.write_text(SUITE)
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "callgate", "eval", "run", str(suite), "--json"]
+    command += ["--model", "openai-compatible:m", "--base-url", f"http://127.0.0.1:{port}/v1"]
+    env = {**os.environ, "OPENAI_API_KEY": "", "COLUMNS": "200"}
+    with anyio.fail_after(60):
+        done = await anyio.run_process(command, env=env, check=False, stdin=subprocess.DEVNULL)
+
+    [run] = json.loads(done.stdout)["runs"]
+    assert run["failures"][0].startswith("ended failed (the model request failed: could not reach")

@@ -82,12 +82,15 @@ async def check_run(
     calls: Sequence[MadeCall],
     gate: Gate,
     principal: Principal,
+    reason: str = "",
 ) -> list[str]:
-    """The failed checks of a run of ``task`` (empty: it succeeded)."""
+    """The failed checks of a run of ``task`` (empty: it succeeded); ``reason`` is
+    why the loop ended the run, said when the run did not end as expected."""
     expect = task.expect
     failures = []
     if status != expect.status:
-        failures.append(f"ended {status}, expected {expect.status}")
+        why = f" ({reason})" if reason and status != "completed" else ""
+        failures.append(f"ended {status}{why}, expected {expect.status}")
     for check in expect.calls:
         if not _call_made(check, calls):
             args = json.dumps(dict(check.args), sort_keys=True) if check.args else ""

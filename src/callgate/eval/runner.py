@@ -141,6 +141,7 @@ async def run_task(
             calls=made,
             gate=gate,
             principal=principal,
+            reason=result.reason,
         )
     kinds: dict[str, int] = {}
     for outcome in result.calls:
