@@ -11,7 +11,7 @@ import pytest
 
 from callgate import Principal
 from callgate.config import ConfigError, GateConfig, default_config, load_config
-from callgate.runtime.gate import default_store_url
+from callgate.store.urls import default_store_url
 
 pytestmark = pytest.mark.anyio
 

@@ -72,9 +72,10 @@ from callgate.gateway import upstream_toolboxes
 from callgate.gateway.settings import UpstreamConfigError, UpstreamSettings, parse_upstreams
 from callgate.lint.settings import LintSettings, parse_lint
 from callgate.ratelimit import RateLimits, parse_rate_limits
-from callgate.runtime.gate import STORE_ENV, Gate, default_store_url, store_from_url
+from callgate.runtime.gate import Gate
 from callgate.runtime.limits import Limits
 from callgate.runtime.policy import Policy, PolicyError, Rule
+from callgate.store.urls import STORE_ENV, default_store_url, store_from_url
 
 __all__ = [
     "ConfigError",

@@ -52,6 +52,29 @@ async def test_a_suite_runs_against_a_model_server_and_is_judged_on_its_calls(
     assert len(fake.requests) == 2  # the tool call, then the answer
 
 
+async def test_each_run_is_bounded_by_the_limits_given_and_reports_its_progress(
+    tmp_path: Path,
+) -> None:
+    # A slow local model that rambles must not hold a suite for 4,096 tokens a turn
+    # and 20 turns a run: the run options of `callgate run` bound each run.
+    suite = tmp_path / "suite.toml"
+    suite.write_text(SUITE)
+    turns = [tool_call("deploy_status", {"deploy_id": "D-1"}), text("D-1 is running fine.")]
+    async with fake_openai(turns) as (url, fake):
+        command = [sys.executable, "-m", "callgate", "eval", "run", str(suite), "--json"]
+        command += ["--model", "openai-compatible:m", "--base-url", url]
+        command += ["--max-output-tokens", "256", "--max-turns", "1"]
+        env = {**os.environ, "OPENAI_API_KEY": "", "COLUMNS": "200"}
+        with anyio.fail_after(60):
+            done = await anyio.run_process(command, env=env, check=False, stdin=subprocess.DEVNULL)
+
+    assert [r["max_tokens"] for r in fake.requests] == [256]  # one turn, 256 tokens
+    [run] = json.loads(done.stdout)["runs"]
+    assert run["status"] == "stopped" and "turn limit (1)" in run["failures"][0]
+    # Not a terminal: one line a run on stderr, so a long suite shows it is moving.
+    assert "callgate: [1/1] status #1: fail (stopped), 1 calls" in done.stderr.decode()
+
+
 async def test_a_run_the_model_could_not_answer_says_why_it_failed(tmp_path: Path) -> None:
     suite = tmp_path / "suite.toml"
     suite.write_text(SUITE)

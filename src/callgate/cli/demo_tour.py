@@ -23,9 +23,10 @@ from callgate.cli.audit_view import dropped_fields, summarize
 from callgate.config import GateConfig
 from callgate.contract import Principal
 from callgate.runtime.envelope import Envelope, Status
-from callgate.runtime.gate import Gate, store_from_url
+from callgate.runtime.gate import Gate
 from callgate.runtime.limits import Limits
 from callgate.store import AuditRecord, Store
+from callgate.store.urls import store_from_url
 
 ALICE = Principal(
     "alice@acme.example",

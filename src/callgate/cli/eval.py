@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -26,9 +27,18 @@ from callgate.cli._common import (
     console,
     print_json,
 )
+from callgate.cli._limits import (
+    MaxOutputTokensOption,
+    MaxTokensOption,
+    MaxToolCallsOption,
+    MaxTurnsOption,
+    WallTimeOption,
+)
 
 if TYPE_CHECKING:
     from callgate.agent.model import Model
+    from callgate.agent.runs import RunLimits
+    from callgate.eval.metrics import RunOutcome
     from callgate.eval.results import EvalResult
     from callgate.eval.runner import ModelFactory
     from callgate.eval.tasks import Suite, Task
@@ -141,13 +151,22 @@ def run_suite_command(
             show_default=False,
         ),
     ] = None,
+    max_turns: MaxTurnsOption = 20,
+    max_tool_calls: MaxToolCallsOption = 100,
+    max_tokens: MaxTokensOption = None,
+    max_output_tokens: MaxOutputTokensOption = 4096,
+    wall_time: WallTimeOption = 600.0,
     as_json: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
     """Run a suite's tasks through the agent loop and report the metrics.
 
     Every run has its own in-memory store, so --store is accepted and not used.
+    Each run is bounded as ``callgate run`` bounds one (a run a limit stops
+    fails its task, the limit named). Progress: a bar on a terminal, else one
+    line a run on stderr.
     """
+    from callgate.agent.runs import RunLimits
     from callgate.eval.tasks import load_suite
 
     with cli_errors():
@@ -161,7 +180,16 @@ def run_suite_command(
         if not chosen.tasks:
             raise CliError(f"{suite}: no task in split {split!r} with tags {tag or []}")
         name, factory = _model_factory(model, base_url)
-        result = _run(chosen, factory, name, repeat, concurrency, split, show=not as_json)
+        limits = RunLimits(
+            max_turns=max_turns,
+            max_tool_calls=max_tool_calls,
+            max_tokens=max_tokens,
+            max_tokens_per_request=max_output_tokens,
+            wall_time=wall_time,
+        )
+        result = _run(
+            chosen, factory, name, repeat, concurrency, split, limits=limits, bar=not as_json
+        )
         if out is not None:
             _write(out, json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
         if html is not None:
@@ -198,13 +226,28 @@ def _run(
     concurrency: int,
     split: str,
     *,
-    show: bool,
+    limits: RunLimits,
+    bar: bool,
 ) -> EvalResult:
+    """Run the suite with progress: a bar on a terminal (unless ``bar`` is off for
+    JSON output), else a line on stderr as each run ends."""
     from callgate.eval.runner import run_suite
 
     out = console()
     total = len(suite.tasks) * repeat
-    if not (show and out.is_terminal):
+    done = 0
+
+    def line(outcome: RunOutcome) -> None:
+        nonlocal done
+        done += 1
+        verdict = "pass" if outcome.success else f"fail ({outcome.status})"
+        typer.echo(
+            f"callgate: [{done}/{total}] {outcome.task} #{outcome.repetition + 1}: "
+            f"{verdict}, {outcome.calls} calls, {outcome.seconds:.1f} s",
+            err=True,
+        )
+
+    def go(on_done: Callable[[RunOutcome], None]) -> EvalResult:
         return asyncio.run(
             run_suite(
                 suite,
@@ -213,23 +256,18 @@ def _run(
                 repeat=repeat,
                 concurrency=concurrency,
                 split=split,
+                limits=limits,
+                on_done=on_done,
             )
         )
+
+    if not (bar and out.is_terminal):
+        return go(line)
     from rich.progress import Progress
 
     with Progress(console=out, transient=True) as progress:
-        bar = progress.add_task(f"{suite.name}", total=total)
-        return asyncio.run(
-            run_suite(
-                suite,
-                model=factory,
-                model_name=name,
-                repeat=repeat,
-                concurrency=concurrency,
-                split=split,
-                on_done=lambda _: progress.advance(bar),
-            )
-        )
+        task = progress.add_task(f"{suite.name}", total=total)
+        return go(lambda _: progress.advance(task))
 
 
 @eval_app.command("compare")

@@ -47,6 +47,13 @@ from callgate.cli._context import (
     principal_from_options,
     store_option,
 )
+from callgate.cli._limits import (
+    MaxOutputTokensOption,
+    MaxTokensOption,
+    MaxToolCallsOption,
+    MaxTurnsOption,
+    WallTimeOption,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -282,52 +289,11 @@ def run(
     tenant: TenantOption = None,
     scopes: ScopesOption = None,
     roles: RolesOption = None,
-    max_turns: Annotated[
-        int,
-        typer.Option(
-            "--max-turns",
-            min=1,
-            metavar="N",
-            help="Model requests per run; the run stops (exit code 4) when it reaches them.",
-        ),
-    ] = 20,
-    max_tool_calls: Annotated[
-        int,
-        typer.Option(
-            "--max-tool-calls",
-            min=1,
-            metavar="N",
-            help="Tool calls per run; a turn that would pass it is not run, and the run stops.",
-        ),
-    ] = 100,
-    max_tokens: Annotated[
-        int | None,
-        typer.Option(
-            "--max-tokens",
-            min=1,
-            metavar="N",
-            help="Model tokens (input and output) per run; default: no limit.",
-            show_default=False,
-        ),
-    ] = None,
-    max_output_tokens: Annotated[
-        int,
-        typer.Option(
-            "--max-output-tokens",
-            min=1,
-            metavar="N",
-            help="Output tokens the model may write per request (lower it for a small context).",
-        ),
-    ] = 4096,
-    wall_time: Annotated[
-        float,
-        typer.Option(
-            "--wall-time",
-            min=0.001,
-            metavar="SECONDS",
-            help="Seconds of activity per run (waiting for an approval does not count).",
-        ),
-    ] = 600.0,
+    max_turns: MaxTurnsOption = 20,
+    max_tool_calls: MaxToolCallsOption = 100,
+    max_tokens: MaxTokensOption = None,
+    max_output_tokens: MaxOutputTokensOption = 4096,
+    wall_time: WallTimeOption = 600.0,
     sequential: Annotated[
         bool, typer.Option("--sequential", help="Run every call alone, reads included.")
     ] = False,

@@ -372,7 +372,7 @@ class Program:
         if envelope.ok and envelope.truncated is not None and envelope.raw_ref:
             # The model would get the first page; the program gets the whole result
             # (kept by the chain, within Limits.max_result_bytes).
-            stored = await self.gate.store.get_result(envelope.raw_ref)
+            stored = await self.gate.kept_result(envelope.raw_ref)
             if stored is not None:
                 return {"return_value": stored.content}
         if envelope.status is Status.PENDING_APPROVAL and envelope.approval is not None:

@@ -32,7 +32,7 @@ from callgate.eval.script import scripted_model
 from callgate.eval.tasks import PrincipalSpec, Suite, Task
 
 if TYPE_CHECKING:
-    from callgate.agent.runs import RunResult
+    from callgate.agent.runs import RunLimits, RunResult
 
 __all__ = ["ModelFactory", "run_suite", "suite_config"]
 
@@ -106,9 +106,16 @@ def _result_tokens(result: RunResult) -> int:
 
 
 async def run_task(
-    task: Task, suite: Suite, config: GateConfig, model: Model, *, repetition: int = 0
+    task: Task,
+    suite: Suite,
+    config: GateConfig,
+    model: Model,
+    *,
+    repetition: int = 0,
+    limits: RunLimits | None = None,
 ) -> RunOutcome:
-    """One run of ``task``: the loop over a fresh gate, then the checks."""
+    """One run of ``task``: the loop over a fresh gate (within ``limits``, the
+    loop's defaults without), then the checks."""
     gate = config.build_gate(STORE)
     started = time.monotonic()
     async with gate:
@@ -116,7 +123,9 @@ async def run_task(
             gate, _defaults(config.principal, suite.principal, task.principal)
         )
         calls = _Calls(made={})
-        agent = Agent(gate, model, principal=principal, system=suite.system, on_event=calls)
+        agent = Agent(
+            gate, model, principal=principal, system=suite.system, on_event=calls, limits=limits
+        )
         try:
             result = await agent.run(task.prompt)
         except ScriptExhausted:
@@ -179,6 +188,7 @@ async def run_suite(
     repeat: int = 1,
     concurrency: int = 4,
     split: str = "all",
+    limits: RunLimits | None = None,
     on_done: Callable[[RunOutcome], None] | None = None,
 ) -> EvalResult:
     """Run every task of ``suite`` ``repeat`` times, at most ``concurrency`` at once.
@@ -186,6 +196,8 @@ async def run_suite(
     Args:
         model: makes each run's model (default: the task's script).
         model_name: how the result names the model.
+        limits: what bounds each run (turns, calls, tokens, wall time); the
+            agent loop's defaults without.
         on_done: called with each run's outcome as it ends (a progress bar).
 
     Raises:
@@ -203,7 +215,9 @@ async def run_suite(
 
     async def one(task: Task, repetition: int) -> None:
         async with limiter:
-            outcome = await run_task(task, suite, config, model(task), repetition=repetition)
+            outcome = await run_task(
+                task, suite, config, model(task), repetition=repetition, limits=limits
+            )
         outcomes.append(outcome)
         if on_done is not None:
             on_done(outcome)

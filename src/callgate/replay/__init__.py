@@ -8,7 +8,6 @@ Example:
 See docs/replay.md.
 """
 
-from callgate.replay.checks import Check, check
 from callgate.replay.model import ReplayModel
 from callgate.replay.recording import RecordedCall, RecordedTurn, Recording, recording_of
 from callgate.replay.replayer import replay
@@ -22,7 +21,6 @@ from callgate.replay.report import (
 
 __all__ = [
     "CallReplay",
-    "Check",
     "Difference",
     "DifferenceKind",
     "RecordedCall",
@@ -30,7 +28,6 @@ __all__ = [
     "Recording",
     "ReplayModel",
     "ReplayReport",
-    "check",
     "recording_of",
     "replay",
     "structural_diff",

@@ -3,7 +3,7 @@
 The run's turns are rebuilt from its recording; a :class:`ReplayModel` answers
 each turn with the model's recorded response, and every tool call in it is
 taken through the chain's checks against the current gate (its tools, their
-contracts, its policy: :func:`~callgate.replay.checks.check`). The call is then
+contracts, its policy: :meth:`Gate.check`). The call is then
 answered from the recording, or, with ``live``, made again through
 :meth:`Gate.call` when the gate would run it without a human: that call is
 real (side effects included) and audited like any other.
@@ -18,10 +18,11 @@ from typing import Any, Literal
 from callgate.agent.messages import Message, ModelRequest, ToolResult, ToolResults
 from callgate.agent.tools import result_for
 from callgate.contract import Principal
-from callgate.replay.checks import Check, check, target
+from callgate.discovery.meta import CALL_TOOL, inner_call
 from callgate.replay.model import ReplayModel
 from callgate.replay.recording import RecordedCall, recording_of
 from callgate.replay.report import CallReplay, Difference, ReplayReport, structural_diff
+from callgate.runtime.check import Check
 from callgate.runtime.envelope import Envelope, Status
 from callgate.runtime.gate import Gate
 from callgate.store import AuditRecord
@@ -90,12 +91,12 @@ async def _replay_call(
         call.raw_arguments if call.raw_arguments is not None else call.arguments
     )
     first, final = recorded.first, recorded.final
-    tool, arguments = target(call.name, sent)
+    tool, arguments = _target(call.name, sent)
     if first is not None:
         tool = first.tool  # the full name the chain resolved (a provider's may differ)
     audit = await _audit(gate, first)
     then = _then(first, audit)
-    now = await check(gate, tool, arguments, principal=who, session_id=session)
+    now = await gate.check(tool, arguments, principal=who, session_id=session)
     differences = _compare(then, now, audit)
     answer = final
     answered: Literal["recording", "live", "none"] = "recording" if final is not None else "none"
@@ -116,6 +117,16 @@ async def _replay_call(
         differences=tuple(differences),
     )
     return replay, answer
+
+
+def _target(tool: str, arguments: Any) -> tuple[str, Any]:
+    """The tool and arguments a recorded call ran as: a ``callgate.call_tool`` call
+    runs as the tool it names (as :meth:`Gate.call` does)."""
+    if tool == CALL_TOOL:
+        inner = inner_call(arguments)
+        if inner is not None and inner[0] != CALL_TOOL:
+            return inner
+    return tool, arguments
 
 
 async def _audit(gate: Gate, envelope: Envelope | None) -> AuditRecord | None:

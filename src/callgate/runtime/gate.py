@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
-
-import platformdirs
 
 from callgate import access
 from callgate.clock import Clock
@@ -29,7 +26,9 @@ from callgate.runtime._sync import LoopThread, closed, closes_at_exit
 from callgate.runtime.approvals import ApprovalError, Approvals
 from callgate.runtime.builtin import BUILTIN_TOOLBOX, builtin_toolbox
 from callgate.runtime.call import Call
+from callgate.runtime.check import Check, check
 from callgate.runtime.envelope import Envelope
+from callgate.runtime.inflight import InFlight
 from callgate.runtime.limits import Limits
 from callgate.runtime.policy import Policy
 from callgate.runtime.reads import Reads
@@ -37,33 +36,17 @@ from callgate.runtime.registry import Registry
 from callgate.runtime.runner import Runner
 from callgate.runtime.services import Services
 from callgate.runtime.stages.shape import READ_MORE_TOOL
-from callgate.store import AuditRecord, GroupCommitter, MemoryStore, SQLStore, Store
+from callgate.store import AuditRecord, GroupCommitter, Store
 from callgate.store.backlog import WriteBacklog
-from callgate.store.base import RunRecords, TaskRecords
+from callgate.store.base import RunRecords, StoredResult, TaskRecords
 from callgate.store.console_records import ReadRecords
+from callgate.store.urls import default_store_url, store_from_url
 
 if TYPE_CHECKING:
     from callgate.codemode.sandbox import Sandbox
 
-STORE_ENV = "CALLGATE_STORE"
 MAX_KEY_CHARS = 255
 """Longest idempotency key: it is stored, indexed and echoed in every Envelope."""
-
-
-def default_store_url() -> str:
-    """``$CALLGATE_STORE``, else a SQLite file in the user's data directory."""
-    env = os.environ.get(STORE_ENV)
-    if env:
-        return env
-    path = platformdirs.user_data_path("callgate", appauthor=False) / "callgate.db"
-    return f"sqlite:///{path}"
-
-
-def store_from_url(url: str) -> Store:
-    """An unopened store for ``url`` (``memory://`` for an in-memory one)."""
-    if url in ("memory:", "memory://"):
-        return MemoryStore()
-    return SQLStore(url)
 
 
 class Gate:
@@ -170,7 +153,7 @@ class Gate:
         )
         """Runs tool, resource and prompt code under its deadline and caps."""
         self._services: Services | None = None
-        self._in_flight = _InFlight()
+        self._in_flight = InFlight()
         self._open_lock: asyncio.Lock | None = None
         self._loop_thread: LoopThread | None = None
         self._loop_lock = threading.Lock()
@@ -324,10 +307,9 @@ class Gate:
             )
         await self.open()
         assert self._services is not None
-        if (names.full(tool) if names is not None else tool) == CALL_TOOL:
-            inner = inner_call(arguments)
-            if inner is not None:
-                tool, arguments = self._unwrapped(tool, inner, names)
+        full = names.full(tool) if names is not None else tool
+        if full == CALL_TOOL and (inner := inner_call(arguments)) is not None:
+            tool, arguments = self._unwrapped(tool, inner, names)
         call = Call(
             services=self._services,
             tool_name=tool,
@@ -353,12 +335,37 @@ class Gate:
         """The full name of the tool :meth:`call` would run for ``tool``: the one a
         ``callgate.call_tool`` call names, else ``tool``'s own; None if unknown."""
         full = names.full(tool) if names is not None else tool
-        if full == CALL_TOOL:
-            inner = inner_call(arguments)
-            if inner is not None:
-                named, _ = self._unwrapped(tool, inner, names)
-                return names.full(named) if names is not None else named
+        if full == CALL_TOOL and (inner := inner_call(arguments)) is not None:
+            named, _ = self._unwrapped(tool, inner, names)
+            return names.full(named) if names is not None else named
         return full
+
+    async def check(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | str | None,
+        *,
+        principal: Principal,
+        session_id: str | None = None,
+    ) -> Check:
+        """How the chain would take this call now, without running it: the tool,
+        authorization, validation, injection, risk and the decision policy would
+        reach (:mod:`callgate.runtime.check`). Nothing runs, is parked or is
+        audited, and the rate limit is not spent."""
+        await self.open()
+        assert self._services is not None
+        if tool == CALL_TOOL and (inner := inner_call(arguments)) is not None:
+            tool, arguments = self._unwrapped(tool, inner, None)
+        raw = arguments if not isinstance(arguments, Mapping) else dict(arguments)
+        return await check(
+            Call(
+                services=self._services,
+                tool_name=tool,
+                raw_arguments=raw,
+                principal=principal,
+                session_id=session_id,
+            )
+        )
 
     def _unwrapped(
         self, tool: str, inner: tuple[str, Any], names: ToolNames | None
@@ -385,6 +392,13 @@ class Gate:
         return await self.call(
             READ_MORE_TOOL, {"cursor": cursor}, principal=principal, session_id=session_id
         )
+
+    async def kept_result(self, ref: str) -> StoredResult | None:
+        """The whole result the chain kept under an Envelope's ``raw_ref``, None once
+        expired: for code that made the call itself (a program); a model pages
+        through :meth:`read_more` instead."""
+        await self.open()
+        return await self.store.get_result(ref)
 
     def call_sync(
         self,
@@ -572,27 +586,3 @@ class Gate:
         """Audit records oldest first: the newest ``tail``, or those of one call."""
         await self.open()
         return await self.store.list_audit(tail=tail, call_id=call_id)
-
-
-class _InFlight:
-    """Calls and reads in flight: ``with`` it around one; ``aclose`` waits for ``idle``.
-
-    A class rather than a ``@contextmanager``: every call enters it, and a
-    generator-based one cost about 2% of a call's instructions.
-    """
-
-    __slots__ = ("count", "idle")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.idle = asyncio.Event()
-        self.idle.set()
-
-    def __enter__(self) -> None:
-        self.count += 1
-        self.idle.clear()
-
-    def __exit__(self, *exc: object) -> None:
-        self.count -= 1
-        if self.count == 0:
-            self.idle.set()

@@ -1,26 +1,20 @@
-"""The checks of the governed chain for one recorded call, against the gate as it is now.
+"""How the governed chain would take a call now, without running it (:meth:`Gate.check`).
 
-A replayed call passes the chain's own stage functions, up to the decision:
+A checked call passes the chain's own stage functions, up to the decision:
 resolve, authorize, validate, inject, classify, and the verdict the decide stage
 would reach (policy, the lethal-trifecta guard, no auto-approval for an
 untrusted source). Nothing runs, nothing is parked for approval and nothing is
 audited: a check has no side effect. Left out on purpose: the rate limit (a
-check would spend the quota) and the stages of a previewed change (the preview a
-recorded apply names is long gone).
+check would spend the quota) and the stages of a previewed change (a check has
+no preview to apply).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from callgate.contract import Principal
-from callgate.discovery.meta import CALL_TOOL, inner_call
 from callgate.runtime.call import Call
-from callgate.runtime.gate import Gate
 from callgate.runtime.policy import Effect
-from callgate.runtime.services import Services
 from callgate.runtime.stages.authorize import authorize
 from callgate.runtime.stages.classify import classify
 from callgate.runtime.stages.decide import verdict_for
@@ -54,45 +48,12 @@ class Check:
         return self.outcome in ("allow", "auto_approved")
 
 
-async def _services(gate: Gate) -> Services:
-    # The stage functions take a Call over the gate's services, and the gate has
-    # no public way to build one yet: a runtime seam for "check, do not run" would
-    # replace this.
-    await gate.open()
-    services = gate._services
-    assert services is not None
-    return services
-
-
-def target(tool: str, arguments: Any) -> tuple[str, Any]:
-    """The tool and arguments a recorded call ran as: a ``callgate.call_tool`` call
-    runs as the tool it names (as :meth:`Gate.call` does)."""
-    if tool == CALL_TOOL:
-        inner = inner_call(arguments)
-        if inner is not None and inner[0] != CALL_TOOL:
-            return inner
-    return tool, arguments
-
-
-async def check(
-    gate: Gate,
-    tool: str,
-    arguments: Mapping[str, Any] | str,
-    *,
-    principal: Principal,
-    session_id: str,
-) -> Check:
-    """Take the call of ``tool`` (its full name) with ``arguments`` through the
-    chain's checks as ``principal`` in ``session_id``, without running it."""
-    call = Call(
-        services=await _services(gate),
-        tool_name=tool,
-        raw_arguments=arguments if isinstance(arguments, str) else dict(arguments),
-        principal=principal,
-        session_id=session_id,
-    )
+async def check(call: Call) -> Check:
+    """Take ``call`` through the chain's checks, up to the decision (see the module docs)."""
     if await resolve(call) is not None or call.spec is None:
-        return Check(tool=tool, outcome="missing", reason=f"no tool {tool!r} now")
+        return Check(
+            tool=call.tool_name, outcome="missing", reason=f"no tool {call.tool_name!r} now"
+        )
     spec = call.spec
     found = {"tool": spec.name, "contract_hash": spec.contract_hash, "tool_version": spec.version}
     for stage in _BEFORE_DECIDE:
