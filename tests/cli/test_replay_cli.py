@@ -154,12 +154,18 @@ def test_a_rule_requiring_approval_is_reported_as_a_changed_decision(
     )
 
 
-def test_the_principal_is_checked_again_with_the_roles_given(cli: Cli, recorded: str) -> None:
+def test_the_principal_is_checked_as_recorded_unless_roles_are_given(
+    cli: Cli, recorded: str
+) -> None:
     config = cli.tmp_path / "v1.toml"
 
-    report = cli.json("replay", recorded, "--config", str(config), exit_code=1)
+    as_recorded = cli.json("replay", recorded, "--config", str(config))  # ran as a cashier
+    as_clerk = cli.json(
+        "replay", recorded, "--config", str(config), "--roles", "clerk", exit_code=1
+    )
 
-    [refund] = [c for c in report["calls"] if c["tool"] == "shop.refund"]
+    assert [c["now"] for c in as_recorded["calls"]] == ["allow", "allow"]
+    [refund] = [c for c in as_clerk["calls"] if c["tool"] == "shop.refund"]
     assert refund["now"] == "deny"
     assert refund["differences"][0]["text"] == "allow -> deny (only cashiers may refund)"
 

@@ -253,6 +253,31 @@ async def test_several_calls_of_one_turn_replay_in_the_models_order(store: str) 
     assert [c.turn for c in report.calls] == [1, 1]
 
 
+async def test_the_run_is_checked_for_its_principal_as_recorded(store: str) -> None:
+    # Only an approver may pay; the run's principal was one. A replay with no
+    # principal given checks the calls for that principal, roles and all.
+    policy = Policy(
+        [
+            Rule(
+                "deny",
+                tools=["ops.pay"],
+                when="!('payer' in principal.roles)",
+                reason="payers only",
+            )
+        ]
+    )
+    payer = Principal("alice", tenant="acme", scopes={"ops:read", "ops:write"}, roles={"payer"})
+    model = ScriptedModel([call("ops.pay", {"amount": 5}), reply("Paid.")])
+    async with Gate([ops()], store=store, policy=policy) as gate:
+        run_id = (await Agent(gate, model, principal=payer).run("Pay 5.")).run_id
+
+        report = await replay(gate, run_id)
+        as_alice = await replay(gate, run_id, principal=ALICE)  # without the role
+
+    assert [(c.then, c.now) for c in report.calls] == [("allow", "allow")]
+    assert [(c.then, c.now) for c in as_alice.calls] == [("allow", "deny")]
+
+
 async def test_an_unknown_run_is_a_lookup_error(store: str) -> None:
     async with Gate([ops()], store=store) as gate:
         with pytest.raises(LookupError, match="run_nope"):

@@ -572,6 +572,7 @@ class Agent:
                     forced_tool=self.tool_choice.name
                     if isinstance(self.tool_choice, ForcedTool)
                     else None,
+                    principal=self.principal,
                 ),
                 trace=run.trace,
             )

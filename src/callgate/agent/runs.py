@@ -6,6 +6,7 @@ keeps in the store between a pause and a resume.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -21,6 +22,7 @@ from callgate.agent.messages import (
     message_to_json,
 )
 from callgate.agent.providers import keepable_url
+from callgate.contract import Principal
 from callgate.store.base import RunRecord, RunStatus
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "call_from_json",
     "call_json",
     "cut_refused",
+    "granted",
 ]
 
 
@@ -189,12 +192,15 @@ class RunState:
         base_url: str | None = None,
         temperature: float | None = None,
         forced_tool: str | None = None,
+        principal: Principal | None = None,
     ) -> dict[str, Any]:
         """What the store keeps: the run, and how it was started (for a resume from
-        the shell); ``base_url`` only if it holds no secret (see
+        the shell, and a replay as the same principal: its scopes, roles and
+        attributes); ``base_url`` only if it holds no secret (see
         :func:`~callgate.agent.providers.keepable_url`)."""
         return {
             "model": model,
+            "principal": granted(principal) if principal is not None else None,
             "base_url": keepable_url(base_url),
             "temperature": temperature,
             "forced_tool": forced_tool,
@@ -234,6 +240,17 @@ class RunState:
             parked=list(state.get("parked", ())),
             trace=list(record.trace),
         )
+
+
+def granted(principal: Principal) -> dict[str, Any]:
+    """What ``principal`` was granted, as a run's state keeps it (its user and
+    tenant are the run record's own)."""
+    return {
+        "scopes": sorted(principal.scopes),
+        "roles": sorted(principal.roles),
+        # Attributes come from config or token claims: kept as JSON, whatever they hold.
+        "attributes": json.loads(json.dumps(dict(principal.attributes), default=str)),
+    }
 
 
 REFUSED_ARGUMENTS_KEPT = 1000

@@ -100,16 +100,33 @@ async def _replay(
     scopes: str | None,
     roles: str | None,
 ) -> ReplayReport:
+    from callgate.cli._common import split_list
     from callgate.cli._context import principal_from_options
-    from callgate.replay import replay
+    from callgate.contract import Principal
+    from callgate.replay import recording_of, replay
 
     async with opened(gate):
         record = await (await gate.runs()).get_run(run_id)
         if record is None:
             raise CliError(f"no agent run {run_id!r} in {safe_url(gate.store_url)}")
-        who = principal_from_options(
-            gate, cfg.principal, user=record.user, tenant=record.tenant, scopes=scopes, roles=roles
-        )
+        then = recording_of(record).principal
+        if then is None:  # recorded before runs kept their principal's grants
+            who = principal_from_options(
+                gate,
+                cfg.principal,
+                user=record.user,
+                tenant=record.tenant,
+                scopes=scopes,
+                roles=roles,
+            )
+        else:  # as the run recorded it, but for what --scopes and --roles say
+            who = Principal(
+                then.user,
+                tenant=then.tenant,
+                scopes=split_list(scopes) if scopes is not None else then.scopes,
+                roles=split_list(roles) if roles is not None else then.roles,
+                attributes=then.attributes,
+            )
         return await replay(gate, run_id, principal=who, live=live)
 
 

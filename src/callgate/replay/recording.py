@@ -24,6 +24,7 @@ from callgate.agent.messages import (
     message_from_json,
 )
 from callgate.agent.runs import call_from_json
+from callgate.contract import Principal
 from callgate.runtime.envelope import Envelope
 from callgate.store.base import RunRecord
 
@@ -71,6 +72,9 @@ class Recording:
     opening: tuple[Message, ...]
     """The messages before the model's first answer (the history and the prompt)."""
     turns: tuple[RecordedTurn, ...]
+    principal: Principal | None = None
+    """Who ran it, with the scopes, roles and attributes it had then; None for a
+    run recorded before runs kept them."""
 
     @property
     def calls(self) -> tuple[RecordedCall, ...]:
@@ -157,4 +161,18 @@ def recording_of(record: RunRecord) -> Recording:
         model=str(record.state.get("model", "")),
         opening=tuple(opening),
         turns=tuple(turns),
+        principal=_principal(record),
+    )
+
+
+def _principal(record: RunRecord) -> Principal | None:
+    granted = record.state.get("principal")
+    if not isinstance(granted, Mapping):
+        return None
+    return Principal(
+        record.user,
+        tenant=record.tenant,
+        scopes=granted.get("scopes", ()),
+        roles=granted.get("roles", ()),
+        attributes=granted.get("attributes") or {},
     )

@@ -43,7 +43,9 @@ async def replay(
         gate: the gate as it is now; the run is read from its store.
         run_id: the agent run (``callgate run`` prints it).
         principal: whom the calls are checked (and, live, made) for; by default
-            the run's user and tenant with every scope ``gate``'s tools require.
+            the run's principal as recorded (user, tenant, scopes, roles and
+            attributes), or for a run recorded without them, its user and tenant
+            with every scope ``gate``'s tools require.
         live: make the calls the gate would run without a human again, against
             the tools as they are now (their side effects happen again), and
             compare the results; otherwise every call is answered from the recording.
@@ -55,7 +57,11 @@ async def replay(
     if record is None:
         raise LookupError(f"no agent run {run_id!r}")
     recording = recording_of(record)
-    who = principal or Principal(recording.user, recording.tenant, scopes=gate.required_scopes())
+    who = (
+        principal
+        or recording.principal
+        or Principal(recording.user, recording.tenant, scopes=gate.required_scopes())
+    )
     # A session of its own: the trifecta guard sees only what this replay brought in.
     session = f"replay:{run_id}:{secrets.token_hex(4)}"
     model = ReplayModel(recording)
