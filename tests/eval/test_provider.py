@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import anyio
 import pytest
@@ -32,6 +33,15 @@ answer_contains = ["running"]
 """
 
 
+async def eval_run(suite: Path, model: str, url: str, *extra: str) -> CompletedProcess[bytes]:
+    """``callgate eval run SUITE --json`` against the model server at ``url``."""
+    command = [sys.executable, "-m", "callgate", "eval", "run", str(suite), "--json"]
+    command += ["--model", model, "--base-url", url, *extra]
+    env = {**os.environ, "OPENAI_API_KEY": "", "COLUMNS": "200"}
+    with anyio.fail_after(60):
+        return await anyio.run_process(command, env=env, check=False, stdin=subprocess.DEVNULL)
+
+
 async def test_a_suite_runs_against_a_model_server_and_is_judged_on_its_calls(
     tmp_path: Path,
 ) -> None:
@@ -39,11 +49,7 @@ async def test_a_suite_runs_against_a_model_server_and_is_judged_on_its_calls(
     suite.write_text(SUITE)
     turns = [tool_call("deploy_status", {"deploy_id": "D-1"}), text("D-1 is running fine.")]
     async with fake_openai(turns) as (url, fake):
-        command = [sys.executable, "-m", "callgate", "eval", "run", str(suite), "--json"]
-        command += ["--model", "openai-compatible:fake-model", "--base-url", url]
-        env = {**os.environ, "OPENAI_API_KEY": "", "COLUMNS": "200"}
-        with anyio.fail_after(60):
-            done = await anyio.run_process(command, env=env, check=False, stdin=subprocess.DEVNULL)
+        done = await eval_run(suite, "openai-compatible:fake-model", url)
 
     assert done.returncode == 0, done.stderr.decode()
     result = json.loads(done.stdout)
@@ -61,12 +67,9 @@ async def test_each_run_is_bounded_by_the_limits_given_and_reports_its_progress(
     suite.write_text(SUITE)
     turns = [tool_call("deploy_status", {"deploy_id": "D-1"}), text("D-1 is running fine.")]
     async with fake_openai(turns) as (url, fake):
-        command = [sys.executable, "-m", "callgate", "eval", "run", str(suite), "--json"]
-        command += ["--model", "openai-compatible:m", "--base-url", url]
-        command += ["--max-output-tokens", "256", "--max-turns", "1"]
-        env = {**os.environ, "OPENAI_API_KEY": "", "COLUMNS": "200"}
-        with anyio.fail_after(60):
-            done = await anyio.run_process(command, env=env, check=False, stdin=subprocess.DEVNULL)
+        done = await eval_run(
+            suite, "openai-compatible:m", url, "--max-output-tokens", "256", "--max-turns", "1"
+        )
 
     assert [r["max_tokens"] for r in fake.requests] == [256]  # one turn, 256 tokens
     [run] = json.loads(done.stdout)["runs"]
@@ -81,11 +84,7 @@ async def test_a_run_the_model_could_not_answer_says_why_it_failed(tmp_path: Pat
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "callgate", "eval", "run", str(suite), "--json"]
-    command += ["--model", "openai-compatible:m", "--base-url", f"http://127.0.0.1:{port}/v1"]
-    env = {**os.environ, "OPENAI_API_KEY": "", "COLUMNS": "200"}
-    with anyio.fail_after(60):
-        done = await anyio.run_process(command, env=env, check=False, stdin=subprocess.DEVNULL)
+    done = await eval_run(suite, "openai-compatible:m", f"http://127.0.0.1:{port}/v1")
 
     [run] = json.loads(done.stdout)["runs"]
     assert run["failures"][0].startswith("ended failed (the model request failed: could not reach")

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from callgate.agent.runs import RunLimits
 
 __all__ = [
     "MaxOutputTokensOption",
@@ -13,6 +16,7 @@ __all__ = [
     "MaxToolCallsOption",
     "MaxTurnsOption",
     "WallTimeOption",
+    "run_limits",
 ]
 
 MaxTurnsOption = Annotated[
@@ -62,3 +66,25 @@ WallTimeOption = Annotated[
         help="Seconds of activity per run (waiting for an approval does not count).",
     ),
 ]
+
+
+def run_limits(
+    max_turns: int,
+    max_tool_calls: int,
+    max_tokens: int | None,
+    max_output_tokens: int,
+    wall_time: float,
+    *,
+    concurrent_reads: bool = True,
+) -> RunLimits:
+    """The limits the options above give (``--sequential``: no concurrent reads)."""
+    from callgate.agent.runs import RunLimits
+
+    return RunLimits(
+        max_turns=max_turns,
+        max_tool_calls=max_tool_calls,
+        max_tokens=max_tokens,
+        max_tokens_per_request=max_output_tokens,
+        wall_time=wall_time,
+        concurrent_reads=concurrent_reads,
+    )

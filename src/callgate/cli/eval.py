@@ -33,6 +33,7 @@ from callgate.cli._limits import (
     MaxToolCallsOption,
     MaxTurnsOption,
     WallTimeOption,
+    run_limits,
 )
 
 if TYPE_CHECKING:
@@ -166,7 +167,6 @@ def run_suite_command(
     fails its task, the limit named). Progress: a bar on a terminal, else one
     line a run on stderr.
     """
-    from callgate.agent.runs import RunLimits
     from callgate.eval.tasks import load_suite
 
     with cli_errors():
@@ -180,13 +180,7 @@ def run_suite_command(
         if not chosen.tasks:
             raise CliError(f"{suite}: no task in split {split!r} with tags {tag or []}")
         name, factory = _model_factory(model, base_url)
-        limits = RunLimits(
-            max_turns=max_turns,
-            max_tool_calls=max_tool_calls,
-            max_tokens=max_tokens,
-            max_tokens_per_request=max_output_tokens,
-            wall_time=wall_time,
-        )
+        limits = run_limits(max_turns, max_tool_calls, max_tokens, max_output_tokens, wall_time)
         result = _run(
             chosen, factory, name, repeat, concurrency, split, limits=limits, bar=not as_json
         )

@@ -53,6 +53,7 @@ from callgate.cli._limits import (
     MaxToolCallsOption,
     MaxTurnsOption,
     WallTimeOption,
+    run_limits,
 )
 
 if TYPE_CHECKING:
@@ -312,20 +313,18 @@ def run(
     """
     from rich.console import Console
 
-    from callgate.agent.loop import RunLimits
-
     with cli_errors():
         if (prompt is None) == (resume is None):
             raise CliError("give a PROMPT, or --resume RUN_ID (not both)")
         cfg = load(ctx, config, discovery=discovery, code_mode=code_mode)
         serves_demo = config_path(ctx, config) is None
         store = store_option(ctx, store)
-        limits = RunLimits(
-            max_turns=max_turns,
-            max_tool_calls=max_tool_calls,
-            max_tokens=max_tokens,
-            max_tokens_per_request=max_output_tokens,
-            wall_time=wall_time,
+        limits = run_limits(
+            max_turns,
+            max_tool_calls,
+            max_tokens,
+            max_output_tokens,
+            wall_time,
             concurrent_reads=not sequential,
         )
         with demo_state_if(serves_demo, cfg.store_url(store)):
