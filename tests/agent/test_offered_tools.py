@@ -88,3 +88,23 @@ async def test_callgates_own_tools_named_by_the_caller_are_offered_last() -> Non
         with anyio.fail_after(10):
             await agent.run("Hi")
     assert offered(model.requests[0]) == ["crm.send", "callgate.read_more"]
+
+
+async def test_a_model_offered_some_tools_cannot_call_the_others() -> None:
+    # The principal may send, but this agent offers only contacts: a model that
+    # names crm.send anyway (it knows the name from elsewhere) is refused, and
+    # the close matches it reads are only tools it was offered.
+    model = ScriptedModel([call("crm.send", {"to": "bob"}), reply("Could not send.")])
+    async with Gate([crm()], store=MemoryStore()) as gate:
+        agent = Agent(gate, model, principal=ALICE, tools=["crm.contacts"])
+        with anyio.fail_after(10):
+            result = await agent.run("Send bob the newsletter.")
+        records = await gate.store.list_audit()
+
+    [outcome] = result.calls
+    assert outcome.error_kind == "construction"
+    [tool_result] = model.requests[1].messages[-1].results  # type: ignore[union-attr]
+    assert "Unknown tool 'crm.send'" in tool_result.content
+    assert "Did you mean" not in tool_result.content  # crm.send is the closest, not offered
+    # Recorded as any refused call: nothing was sent.
+    assert [(r.tool, r.status) for r in records] == [("crm.send", "error")]

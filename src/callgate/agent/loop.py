@@ -118,7 +118,9 @@ class Agent:
         model: the model (a provider adapter, or a :class:`ScriptedModel`).
         principal: on whose behalf the calls are made.
         system: the system prompt.
-        tools: the tool names to offer (default: every tool the principal may call).
+        tools: the tool names to offer (default: every tool the principal may
+            call); the model may then call only these and callgate's own, any
+            other name is an unknown tool to it.
         tool_choice: passed to the model on every request (a :class:`ForcedTool`
             ends the run after that tool's call).
         limits: see :class:`RunLimits`.
@@ -226,11 +228,15 @@ class Agent:
         texts it reads: a hint to call ``ops.deploy_status`` must say
         ``ops__deploy_status`` to a model that only knows that name."""
         rule = getattr(self.model, "name_rule", None)
-        if not isinstance(rule, NameRule):
+        rule = rule if isinstance(rule, NameRule) else None
+        if self._tool_names is not None:
+            # Offered only these, the model may call only these.
+            return ProviderNames(
+                [*self._tool_names, *usable_builtins(run), RUN_CODE], rule, only=True
+            )
+        if rule is None:
             return FULL_NAMES
-        offered = list(self._tool_names or ())
-        if self._tool_names is None:
-            offered = [spec.name for spec in self.gate.tools(self.principal, builtin=False)]
+        offered = [spec.name for spec in self.gate.tools(self.principal, builtin=False)]
         return ProviderNames([*offered, *usable_builtins(run), RUN_CODE], rule)
 
     def _emit(self, run: RunState, kind: EventKind, text: str = "", **data: Any) -> None:
@@ -401,7 +407,7 @@ class Agent:
         except ModelError as exc:
             run.trace.append({"type": "model_error", "turn": run.turn, "error": str(exc)})
             if exc.cut_off:  # like an answer cut off at the output limit: a limit, not a fault
-                raise _Stop("stopped", f"the model's answer was cut off: {exc}") from None
+                raise _Stop("stopped", f"the run ran out of context: {exc}") from None
             raise _Stop("failed", f"the model request failed: {exc}") from None
         run.usage.input_tokens += response.usage.input_tokens
         run.usage.output_tokens += response.usage.output_tokens

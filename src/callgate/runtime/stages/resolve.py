@@ -17,7 +17,8 @@ async def resolve(call: Call) -> Envelope | None:
         call.spec = spec
         return None
     # Suggest only tools this caller could actually use, as it names them.
-    names = [call.shown(s.name) for s in call.services.registry.specs(call.principal)]
+    shown = [call.shown(s.name) for s in call.services.registry.specs(call.principal)]
+    names = [name for name in shown if call.names.full(name) is not None]
     return call.fail(
         ErrorKind.CONSTRUCTION,
         f"Unknown tool {call.tool_name!r}." + did_you_mean(call.tool_name, names),
