@@ -142,7 +142,9 @@ def test_a_context_error_names_the_budget_and_a_filled_window_is_a_cut_off_answe
         "2100 tokens (2048 in the messages, 52 in the completion).",
     )
     error = model_error(API, filled, max_tokens=52)
-    assert error.cut_off and "answer filled the whole context window" in str(error)
+    assert error.cut_off and "is the whole context window, with no room" in str(error)
+    assert "give the server a larger context" in str(error)  # the conversation is too long
+    assert "the model wrote until the window was full" in str(error)  # or it wrote on
     assert "lower the output budget" not in str(error)
     # The same words in another status are not a context error.
     assert "lower the output budget" not in str(model_error(API, replace(too_long, status=413)))

@@ -14,7 +14,8 @@ is decided here:
   themselves; with the provider's ``Retry-After``, the text says when to try again;
 - a 401 says which key to check; a 400 saying that the request does not fit the
   model's context says what to lower, unless the prompt alone filled the window
-  (the model wrote until it was full), which is a cut-off answer (``cut_off``);
+  (the conversation is too long, or the model wrote until it was full): then the
+  run ran out of context, a limit as with a cut-off answer (``cut_off``);
 - no secret in the text: the URL is shown without credentials, query or fragment,
   and the keys the adapter holds, and anything shaped like a provider's key or a
   bearer token, are redacted from the finished message, whichever part of it
@@ -140,8 +141,9 @@ def _answered(api: Api, failure: Failure, at: str, max_tokens: int | None) -> tu
     message = f"{head}: {body}"
     if status != 400 or not _context_exceeded(code, detail):
         return message, False
-    # A prompt as long as the whole window grew while the model wrote: no smaller
-    # budget or shorter conversation would have helped.
+    # A prompt as long as the whole window: too long from the start, or grown while
+    # the model wrote (llama-cpp-python counts a tool call written so far as prompt);
+    # the error does not tell which, and no smaller output budget would have helped.
     filled = _answer_filled(detail)
     hint = _FILLED_HINT if filled else _CONTEXT_HINT.format(max_tokens=max_tokens or "?")
     return message.rstrip(".") + hint, filled
@@ -162,8 +164,11 @@ _CONTEXT_WORDS = re.compile(
     re.IGNORECASE,
 )
 _FILLED_HINT = (
-    ". The model's answer filled the whole context window before it ended: the server "
-    "does not hold what the model writes to the output budget (llama-cpp-python's "
+    ". The prompt the server counted is the whole context window, with no room for an "
+    "answer. Either the conversation and the tool definitions are longer than the "
+    "window: give the server a larger context, offer fewer tools or start a shorter "
+    "conversation. Or the model wrote until the window was full: the server does not "
+    "hold what the model writes to the output budget (llama-cpp-python's "
     "chatml-function-calling does not, while it writes a tool call's arguments), and "
     "a small model may never close a string"
 )
@@ -179,8 +184,9 @@ def _context_exceeded(code: str | None, detail: str | None) -> bool:
 
 def _answer_filled(detail: str | None) -> bool:
     """Whether a context error says the prompt alone is the whole window: llama-cpp-
-    python's when the model wrote (a tool call's arguments) until the context ended,
-    which no smaller output budget or shorter conversation would have avoided."""
+    python's when the conversation is longer than the window, or when the model wrote
+    (a tool call's arguments) until the context ended; no smaller output budget
+    would have avoided either."""
     window = _WINDOW.search(detail or "")
     prompt = _IN_MESSAGES.search(detail or "")
     return bool(window and prompt and int(prompt.group(1)) >= int(window.group(1)))

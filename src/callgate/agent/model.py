@@ -39,7 +39,7 @@ class ModelError(RuntimeFailure):
 
     ``retryable`` says whether trying again later may work (rate limits,
     overload, timeouts); ``status`` is the HTTP status, when there was one;
-    ``cut_off`` that the answer itself ran out of context.
+    ``cut_off`` that the run ran out of context (no room left for an answer).
     """
 
     def __init__(
@@ -55,8 +55,9 @@ class ModelError(RuntimeFailure):
         self.retryable = retryable
         self.status = status
         self.cut_off = cut_off
-        """The model's own answer filled the context and the server refused to go on:
-        a cut-off answer, as with the output limit (the loop stops the run)."""
+        """The prompt filled the whole context window (the conversation was too
+        long, or the model wrote until it was full) and the server refused to go
+        on: a limit, as with a cut-off answer (the loop stops the run)."""
         self.retry_after = retry_after
         """Seconds the provider asked to wait before trying again (its
         ``Retry-After``), when it said and the error is retryable."""

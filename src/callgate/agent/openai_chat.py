@@ -54,8 +54,9 @@ How callgate's representation maps to the API:
   (:func:`~callgate.agent._openai_common.compatible_parameters`).
 - A 400 that says the request does not fit the model's context
   (``context_length_exceeded``, or vLLM's "maximum context length") names the
-  output budget to lower; one whose prompt is the whole window (the model wrote
-  until it was full) is a cut-off answer (``ModelError.cut_off``).
+  output budget to lower; one whose prompt is the whole window (the conversation
+  is too long, or the model wrote until it was full) ran out of context
+  (``ModelError.cut_off``), and says both.
 """
 
 from __future__ import annotations
