@@ -236,17 +236,18 @@ async def test_the_model_is_not_offered_the_check_tool(tmp_path: Path) -> None:
     assert run.errors_by_kind
 
 
-@pytest.mark.anyio
-async def test_a_check_tool_the_config_lacks_stops_the_suite(tmp_path: Path) -> None:
-    from callgate.errors import InvalidArgument
-    from callgate.eval.runner import run_suite
-
+def test_a_check_tool_the_config_lacks_stops_the_suite(tmp_path: Path) -> None:
     write_suite("airline", tmp_path, limit=1)
     config = tmp_path / "callgate.toml"
     config.write_text(config.read_text().replace("airline_eval", "airline"), encoding="utf-8")
 
-    with pytest.raises(InvalidArgument, match=r"check_tools names airline\.database_hash"):
-        await run_suite(load_suite(tmp_path / "airline.toml"))
+    result = _cli("eval", "run", str(tmp_path / "airline.toml"))
+
+    assert result.exit_code == 2
+    assert "check_tools names airline.database_hash, which the suite's config does not serve" in (
+        result.output
+    )
+    assert "Traceback" not in result.output
 
 
 def test_an_unknown_domain_stops_the_command(tmp_path: Path) -> None:

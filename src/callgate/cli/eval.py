@@ -167,6 +167,7 @@ def run_suite_command(
     fails its task, the limit named). Progress: a bar on a terminal, else one
     line a run on stderr.
     """
+    from callgate.errors import InvalidArgument
     from callgate.eval.tasks import load_suite
 
     with cli_errors():
@@ -181,9 +182,12 @@ def run_suite_command(
             raise CliError(f"{suite}: no task in split {split!r} with tags {tag or []}")
         name, factory = _model_factory(model, base_url)
         limits = run_limits(max_turns, max_tool_calls, max_tokens, max_output_tokens, wall_time)
-        result = _run(
-            chosen, factory, name, repeat, concurrency, split, limits=limits, bar=not as_json
-        )
+        try:
+            result = _run(
+                chosen, factory, name, repeat, concurrency, split, limits=limits, bar=not as_json
+            )
+        except InvalidArgument as exc:  # a check tool the suite's config does not serve
+            raise CliError(str(exc)) from None
         if out is not None:
             _write(out, json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
         if html is not None:
