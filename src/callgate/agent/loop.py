@@ -119,8 +119,8 @@ class Agent:
         principal: on whose behalf the calls are made.
         system: the system prompt.
         tools: the tool names to offer (default: every tool the principal may
-            call); the model may then call only these and callgate's own, any
-            other name is an unknown tool to it.
+            call); the model may then call only these (and callgate's own it
+            is offered): any other name is an unknown tool to it.
         tool_choice: passed to the model on every request (a :class:`ForcedTool`
             ends the run after that tool's call).
         limits: see :class:`RunLimits`.
@@ -224,20 +224,17 @@ class Agent:
         )
 
     def _names(self, run: RunState) -> ToolNames:
-        """How the model names the tools (its adapter's ``name_rule``), for the
-        texts it reads: a hint to call ``ops.deploy_status`` must say
-        ``ops__deploy_status`` to a model that only knows that name."""
+        """How the model names the tools (its adapter's ``name_rule``: a hint must say
+        ``ops__deploy_status`` to a model that knows only that) and, with ``tools``, all it may call."""
         rule = getattr(self.model, "name_rule", None)
         rule = rule if isinstance(rule, NameRule) else None
-        if self._tool_names is not None:
-            # Offered only these, the model may call only these.
-            return ProviderNames(
-                [*self._tool_names, *usable_builtins(run), RUN_CODE], rule, only=True
-            )
-        if rule is None:
+        if rule is None and self._tool_names is None:
             return FULL_NAMES
-        offered = [spec.name for spec in self.gate.tools(self.principal, builtin=False)]
-        return ProviderNames([*offered, *usable_builtins(run), RUN_CODE], rule)
+        offered = self._tool_names
+        if offered is None:
+            offered = [spec.name for spec in self.gate.tools(self.principal, builtin=False)]
+        names = [*offered, *usable_builtins(run), RUN_CODE]
+        return ProviderNames(names, rule, only=self._tool_names is not None)
 
     def _emit(self, run: RunState, kind: EventKind, text: str = "", **data: Any) -> None:
         if self._on_event is not None:

@@ -21,8 +21,6 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from callgate.runtime.builtin import BUILTIN_TOOLBOX
-
 __all__ = [
     "ANTHROPIC_NAMES",
     "GEMINI_NAMES",
@@ -121,8 +119,8 @@ class ProviderNames:
     Args:
         names: the tools the model is offered.
         rule: the model's naming rule; None: the model sees callgate's names.
-        only: the model may call only ``names`` (and callgate's own tools): any
-            other name is unknown to it, as to a host that was not offered it.
+        only: the model may call only ``names``: any other name is unknown to
+            it, as to a host that was not offered it.
     """
 
     def __init__(self, names: Iterable[str], rule: NameRule | None, *, only: bool = False) -> None:
@@ -135,6 +133,4 @@ class ProviderNames:
 
     def full(self, name: str) -> str | None:
         full = self._map.from_provider(name) if self._map is not None else name
-        if self._only is None or full in self._only:
-            return full
-        return full if full.partition(".")[0] == BUILTIN_TOOLBOX else None
+        return full if self._only is None or full in self._only else None
