@@ -18,13 +18,14 @@ if TYPE_CHECKING:
 __all__ = ["render_html"]
 
 _STYLE = """
-body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#222}
+body{font-family:system-ui,sans-serif;margin:2rem auto;padding:0 1rem;max-width:1100px;color:#222}
 h1{font-size:1.5rem} h2{font-size:1.15rem;margin-top:2rem}
 table{border-collapse:collapse;font-size:.9rem} td,th{padding:.25rem .6rem;border-bottom:1px solid #ddd}
 th{text-align:left} td.n{text-align:right} .ok{color:#1a7f37} .bad{color:#cf222e} .mid{color:#9a6700}
 .cards{display:flex;gap:1rem;flex-wrap:wrap} .card{border:1px solid #ddd;border-radius:8px;padding:.6rem 1rem}
 .card b{display:block;font-size:1.4rem} .plots{display:flex;flex-wrap:wrap;gap:1rem}
 .note{background:#fff8c5;padding:.5rem 1rem;border-radius:6px}
+.plots>div{max-width:100%} .plots svg{max-width:100%;height:auto} .wide{overflow-x:auto}
 """
 
 
@@ -142,13 +143,17 @@ def render_html(result: EvalResult) -> str:
             + _cell(f"{m.calls_per_run:.1f}")
             + _cell(f"{m.error_rate:.0%}")
             + _cell(f"{m.wrong_tool_rate:.0%}")
+            + _cell(f"{m.duplicate_rate:.0%}")
+            + _cell(f"{m.approval_hit_rate:.0%}")
             + _cell(f"{m.human_takeover_rate:.0%}")
             + _cell("; ".join(failures), "")
             + "</tr>"
         )
     title = html.escape(f"callgate eval: {result.suite} · {result.model}")
     return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>{title}</title>"
         f"<style>{_STYLE}</style></head><body><h1>{title}</h1>"
         f"<p>split {html.escape(result.split)}, {result.repeat} repetition(s), "
         f"{len(result.tasks)} tasks</p>{note}"
@@ -159,7 +164,9 @@ def render_html(result: EvalResult) -> str:
         )
         + '</div><h2>Plots</h2><div class="plots">'
         + "".join(f"<div>{p}</div>" for p in plots)
-        + "</div><h2>Tasks</h2><table><tr><th>task</th><th>split</th><th>tags</th>"
-        "<th>pass</th><th>calls</th><th>errors</th><th>wrong tool</th><th>takeover</th>"
-        "<th>failed checks</th></tr>" + "".join(rows) + "</table></body></html>\n"
+        + '</div><h2>Tasks</h2><div class="wide"><table><tr><th>task</th><th>split</th>'
+        "<th>tags</th><th>pass</th><th>calls</th><th>errors</th><th>wrong tool</th>"
+        "<th>duplicates</th><th>approval hits</th><th>takeover</th><th>failed checks</th></tr>"
+        + "".join(rows)
+        + "</table></div></body></html>\n"
     )
