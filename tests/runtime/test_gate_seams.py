@@ -114,3 +114,30 @@ def test_call_sync_delivers_progress_and_logs_to_the_sink() -> None:
 
     assert envelope.payload == "done"
     assert sink.seen == [("progress", "1/2"), ("info", "halfway")]
+
+
+def test_a_toolbox_served_in_turn_keeps_no_registry_alive_and_each_sees_new_tools() -> None:
+    """A module-level toolbox served by one gate after another (a gate a request,
+    an eval's gate a run) held every registry it was ever in: the registry listens
+    for the toolbox's changes, and a bound method kept it alive."""
+    import weakref
+
+    from callgate.runtime.registry import Registry
+
+    box = Toolbox("shared")
+
+    @box.tool(read_only=True, open_world=False)
+    def first() -> str:
+        """The first tool."""
+        return "1"
+
+    live = Registry([box])
+    gone = weakref.ref(Registry([box]))  # freed at once: nothing cyclic holds it
+
+    @box.tool(read_only=True, open_world=False)
+    def second() -> str:
+        """Added while served."""
+        return "2"
+
+    assert gone() is None
+    assert live.get("shared.second") is not None

@@ -282,6 +282,39 @@ async def test_the_watchdog_names_the_async_tools_running_when_the_loop_stalls(
     assert warned()
 
 
+async def test_gates_on_one_loop_report_its_stall_once_naming_the_tools_of_both(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An eval runs a gate a task on one loop: a stall is the loop's, logged once."""
+    first, second = Toolbox("a"), Toolbox("b")
+    started = asyncio.Event()
+
+    @first.tool(read_only=True)
+    async def spawner() -> str:
+        """Blocks the loop from a task of its own, once the other gate's tool runs."""
+        await started.wait()
+        await asyncio.get_running_loop().create_task(_block(0.5))
+        return "done"
+
+    @second.tool(read_only=True)
+    async def waiter() -> str:
+        """Awaits through the stall."""
+        started.set()
+        await asyncio.sleep(0.8)
+        return "done"
+
+    caplog.set_level(logging.WARNING, logger="callgate.runtime.loopwatch")
+    async with gate_for(first) as one, gate_for(second) as two:
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: one.call("a.spawner", {}, principal=ALICE))
+                tg.start_soon(lambda: two.call("b.waiter", {}, principal=ALICE))
+        await anyio.sleep(0.3)  # both watchdogs have ticked since
+    stalls = [r.getMessage() for r in caplog.records if "outside the steps" in r.getMessage()]
+    assert len(stalls) == 1, stalls
+    assert "a.spawner" in stalls[0] and "b.waiter" in stalls[0]
+
+
 async def _block(seconds: float) -> None:
     time.sleep(seconds)  # noqa: ASYNC251  (the misbehaviour under test)
 

@@ -13,7 +13,9 @@ cannot preempt it, so the gate reports it instead, in two ways:
 - **Lag watched.** A light task wakes every ``WATCH_INTERVAL`` seconds and
   measures how late it woke. Lag that no tool step explains (a callback or a
   task a tool spawned, the gateway itself) is logged with the async tools that
-  were running meanwhile, at most once per ``WATCH_QUIET`` seconds.
+  were running meanwhile, at most once per ``WATCH_QUIET`` seconds. A stall is
+  the loop's, not a gate's: the gates on one loop (an eval runs one a task) log
+  it once, naming the async tools of all of them.
 
 The rule for tool authors: blocking code belongs in a sync tool, which the gate
 runs in a worker thread. A tool flagged here is not moved to a thread for its
@@ -27,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import weakref
 from collections import Counter
 from collections.abc import Coroutine, Generator
 from typing import Any, Literal, NoReturn
@@ -41,6 +44,31 @@ WATCH_INTERVAL = 0.1
 """Seconds between two ticks of the watchdog."""
 WATCH_QUIET = 10.0
 """Seconds between two watchdog warnings: a loop that keeps stalling must not flood the log."""
+
+
+class _Loop:
+    """What the watches on one event loop share."""
+
+    __slots__ = ("last_block", "last_warning", "watches")
+
+    def __init__(self) -> None:
+        self.watches: weakref.WeakSet[LoopWatch] = weakref.WeakSet()
+        self.last_block = float("-inf")
+        """When a tool's step (of any gate on the loop) last blocked it."""
+        self.last_warning = float("-inf")
+
+
+_LOOPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Loop] = weakref.WeakKeyDictionary()
+
+
+def _shared(loop: asyncio.AbstractEventLoop) -> _Loop:
+    try:
+        state = _LOOPS.get(loop)
+        if state is None:
+            state = _LOOPS[loop] = _Loop()
+    except TypeError:  # a loop that takes no weak references: watched on its own
+        state = _Loop()
+    return state
 
 
 class ToolTask:
@@ -77,8 +105,6 @@ class LoopWatch:
         self._running: dict[str, int] = {}
         self._ended: set[str] = set()
         """Async tools that ended since the watchdog's last tick."""
-        self._last_block = float("-inf")
-        self._last_warning = float("-inf")
         self._task: asyncio.Task[None] | None = None
 
     def run(
@@ -114,7 +140,8 @@ class LoopWatch:
             del self._running[tool]
 
     def _stepped(self, run: ToolTask, seconds: float) -> None:
-        self._last_block = asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        _shared(loop).last_block = loop.time()
         blocked = round(seconds * 1000, 3)
         detail = run.detail
         detail["blocked_loop_ms"] = max(detail.get("blocked_loop_ms", 0.0), blocked)
@@ -145,6 +172,8 @@ class LoopWatch:
 
     async def _watch(self) -> None:
         loop = asyncio.get_running_loop()
+        shared = _shared(loop)
+        shared.watches.add(self)
         while True:
             before = loop.time()
             self._ended.clear()
@@ -153,14 +182,17 @@ class LoopWatch:
             lag = now - before - WATCH_INTERVAL
             if (
                 lag < self.threshold
-                or self._last_block >= before  # a tool's step: already reported
-                or now - self._last_warning < WATCH_QUIET
+                or shared.last_block >= before  # a tool's step: already reported
+                or now - shared.last_warning < WATCH_QUIET  # by this watch or another
             ):
                 continue
-            self._last_warning = now
+            shared.last_warning = now
             # Those that ended during the stall count too: their end may have been
             # processed before this tick, in the same turn of the loop.
-            running = sorted(self._ended.union(self._running))
+            running = sorted(
+                {tool for watch in list(shared.watches) for tool in watch._ended}
+                | {tool for watch in list(shared.watches) for tool in watch._running}
+            )
             logger.warning(
                 "the event loop stalled for %.0f ms outside the steps of async tools "
                 "(blocking code elsewhere, or overload); async tools running meanwhile: %s",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 
 from callgate.contract import Principal, Toolbox, ToolSpec
 from callgate.errors import UserError
@@ -38,7 +39,7 @@ class Registry:
         if box.name in self._toolboxes:
             raise DuplicateToolbox(f"a toolbox named {box.name!r} is already registered")
         self._toolboxes[box.name] = box
-        box.on_change(self._changed)
+        box.on_change(_weak_listener(self))
         self._stale = True
         self.generation += 1
 
@@ -74,3 +75,20 @@ class Registry:
     @property
     def toolboxes(self) -> list[Toolbox]:
         return [self._toolboxes[name] for name in sorted(self._toolboxes)]
+
+
+def _weak_listener(registry: Registry) -> Callable[[Toolbox], None]:
+    """A change listener that does not keep ``registry`` alive. A bound method
+    would: the toolbox would hold the registry and the registry the toolbox, a
+    cycle only the garbage collector frees, with everything the toolbox's tools
+    hold (for tau2's tools, a 25,000-model database each eval run). A toolbox
+    served by many registries in turn (a module-level one, a gate per request)
+    no longer keeps them all."""
+    ref = weakref.ref(registry)
+
+    def changed(box: Toolbox) -> None:
+        alive = ref()
+        if alive is not None:
+            alive._changed(box)
+
+    return changed
