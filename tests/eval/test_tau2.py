@@ -3,6 +3,7 @@ through the gate over tau2's own tool implementations."""
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,10 @@ async def test_a_read_runs_through_the_gate_and_each_gate_gets_a_fresh_database(
         )
         assert cancelled.status == "ok", cancelled.error
         assert cancelled.payload["status"] == "cancelled"
+        later = await first.call(
+            "airline.get_reservation_details", {"reservation_id": "EHGLP3"}, principal=principal
+        )
+        assert later.payload["status"] == "cancelled"  # one database for the gate's life
 
     second = config.build_gate("memory://")
     async with second:
@@ -85,6 +90,28 @@ async def test_a_read_runs_through_the_gate_and_each_gate_gets_a_fresh_database(
             principal=local_principal(second, config.principal),
         )
     assert again.payload["status"] is None  # the first gate's cancellation is not seen
+
+
+@pytest.mark.anyio
+async def test_an_eval_run_lets_go_of_its_database_as_it_ends(tmp_path: Path) -> None:
+    """A run's gate is freed only by the garbage collector (its objects refer to
+    each other); the database of 25,000 models its tools were given is freed as
+    the run ends, not left to the collector, whose sweeps held the event loop
+    for up to a second."""
+    from callgate.eval.runner import run_suite
+
+    write_suite("airline", tmp_path, limit=3)
+    suite = load_suite(tmp_path / "airline.toml")
+    gc.collect()
+    gc.disable()
+    try:
+        result = await run_suite(suite)
+        alive = sum(type(o).__name__ == "FlightDB" for o in gc.get_objects())
+    finally:
+        gc.enable()
+
+    assert [r.success for r in result.runs] == [True, True, True]
+    assert alive == 0
 
 
 @pytest.mark.anyio

@@ -28,6 +28,7 @@ from callgate.config import (
 from callgate.eval.checks import MadeCall, check_run, duplicates
 from callgate.eval.metrics import RunOutcome
 from callgate.eval.results import EvalResult, TaskInfo
+from callgate.eval.scope import run_scope
 from callgate.eval.script import scripted_model
 from callgate.eval.tasks import PrincipalSpec, Suite, Task
 
@@ -144,6 +145,18 @@ async def run_task(
 ) -> RunOutcome:
     """One run of ``task``: the loop over a fresh gate (within ``limits``, the
     loop's defaults without), then the checks."""
+    with run_scope():  # what the gate's toolboxes hold for the run is let go as it ends
+        return await _run_task(task, suite, config, model, repetition, limits)
+
+
+async def _run_task(
+    task: Task,
+    suite: Suite,
+    config: GateConfig,
+    model: Model,
+    repetition: int,
+    limits: RunLimits | None,
+) -> RunOutcome:
     gate = config.build_gate(STORE)
     started = time.monotonic()
     async with gate:

