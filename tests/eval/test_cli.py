@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner, Result
 
 from callgate.cli.app import app
@@ -121,3 +122,39 @@ def test_compare_fails_on_a_worse_task_and_refuses_a_file_that_is_no_result(tmp_
     refused = _cli("eval", "compare", str(bogus), str(after))
     assert refused.exit_code == 2
     assert "not a callgate eval result" in refused.stderr
+
+
+def test_an_output_that_cannot_be_written_stops_the_command_before_any_run(
+    tmp_path: Path,
+) -> None:
+    suite = tmp_path / "tiny.toml"
+    suite.write_text(TINY, encoding="utf-8")
+
+    for option, path in (("--html", tmp_path / "no" / "r.html"), ("--out", tmp_path)):
+        result = _cli("eval", "run", str(suite), option, str(path))
+
+        assert result.exit_code == 2
+        assert result.stderr.strip().splitlines() == [
+            f"callgate: error: cannot write {path}: "
+            + ("it is a directory" if path == tmp_path else f"no directory {path.parent}")
+        ]
+        assert result.stdout == ""  # nothing ran
+
+
+def test_a_result_that_cannot_be_written_after_the_runs_is_still_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The directory goes away while the suite runs (stood in for by skipping the
+    # check made before it): the runs' result is not lost with the file.
+    monkeypatch.setattr("callgate.cli.eval._check_writable", lambda path: None)
+    suite = tmp_path / "tiny.toml"
+    suite.write_text(TINY, encoding="utf-8")
+    gone = tmp_path / "gone" / "r.json"
+
+    result = _cli("eval", "run", str(suite), "--out", str(gone))
+
+    assert result.exit_code == 2
+    assert "success 50% (1/2 runs)" in result.stdout
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"callgate: error: cannot write {gone} (No such file or directory)"
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from callgate.cli._common import (
+    EXIT_CLI_ERROR,
     EXIT_FAILED,
     CliError,
     JsonOption,
@@ -180,6 +182,9 @@ def run_suite_command(
         chosen = loaded.select(split=split, tags=tag or ())
         if not chosen.tasks:
             raise CliError(f"{suite}: no task in split {split!r} with tags {tag or []}")
+        for path in (out, html):  # found now, not after a long run
+            if path is not None:
+                _check_writable(path)
         name, factory = _model_factory(model, base_url)
         limits = run_limits(max_turns, max_tool_calls, max_tokens, max_output_tokens, wall_time)
         try:
@@ -188,18 +193,23 @@ def run_suite_command(
             )
         except InvalidArgument as exc:  # a check tool the suite's config does not serve
             raise CliError(str(exc)) from None
-        if out is not None:
-            _write(out, json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
-        if html is not None:
-            from callgate.eval.html import render_html
+    unwritten = []  # the result is printed even when a file cannot be written
+    if out is not None:
+        unwritten += _write(out, json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+    if html is not None:
+        from callgate.eval.html import render_html
 
-            _write(html, render_html(result))
+        unwritten += _write(html, render_html(result))
     if as_json:
         print_json(result.to_json())
     else:
         from callgate.eval.report import print_result
 
         print_result(console(), result)
+    for problem in unwritten:
+        typer.echo(f"callgate: error: {problem}", err=True)
+    if unwritten:
+        raise typer.Exit(EXIT_CLI_ERROR)
     if min_success is not None and result.overall.success_rate < min_success:
         typer.echo(
             f"callgate: success rate {result.overall.success_rate:.0%} is below "
@@ -209,11 +219,23 @@ def run_suite_command(
         raise typer.Exit(EXIT_FAILED)
 
 
-def _write(path: Path, text: str) -> None:
+def _check_writable(path: Path) -> None:
+    if path.is_dir():
+        raise CliError(f"cannot write {path}: it is a directory")
+    folder = path.parent
+    if not folder.is_dir():
+        raise CliError(f"cannot write {path}: no directory {folder}")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise CliError(f"cannot write {path}: permission denied")
+
+
+def _write(path: Path, text: str) -> list[str]:
+    """Writes ``text`` to ``path``; what went wrong, if anything."""
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise CliError(f"cannot write {path} ({exc.strerror})") from None
+        return [f"cannot write {path} ({exc.strerror})"]
+    return []
 
 
 def _run(
