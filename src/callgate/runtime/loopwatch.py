@@ -165,6 +165,7 @@ class LoopWatch:
 
     async def aclose(self) -> None:
         """Stop the watchdog."""
+        _shared(asyncio.get_running_loop()).watches.discard(self)  # a closed gate runs nothing
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
