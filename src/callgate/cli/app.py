@@ -135,7 +135,7 @@ def audit(
         calls = calls[-tail:]
     if not calls:
         where = safe_url(gate.store_url) + (f" for {call_id}" if call_id else "")
-        out.print(f"No audit records in {where}")
+        out.print(f"No audit records in {where}", markup=False)
         return
     render.print_audit(out, calls)
     unknown = sum(c.outcome_unknown for c in calls)

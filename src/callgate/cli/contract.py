@@ -82,7 +82,9 @@ def snapshot(
             out.write_text(text, encoding="utf-8")
         except OSError as exc:
             raise CliError(f"--out {out}: cannot write it ({exc.strerror})") from None
-    console().print(f"Wrote the contracts of {len(tools)} tools to {out}", highlight=False)
+    console().print(
+        f"Wrote the contracts of {len(tools)} tools to {out}", highlight=False, markup=False
+    )
 
 
 @contract_app.command()

@@ -319,21 +319,22 @@ def compare_command(
     if as_json:
         print_json(compare_json(old, new))
     else:
+        from rich.markup import escape
         from rich.table import Table
 
         out = console()
-        table = Table(title=f"{before.name} → {after.name}", title_justify="left")
+        table = Table(title=escape(f"{before.name} → {after.name}"), title_justify="left")
         for column in ("task", "before", "after", "change", "", "note"):
             table.add_column(column)
         for c in [*changes, overall]:
             style = {"better": "green", "worse": "red"}.get(c.verdict, "")
             table.add_row(
-                c.task,
+                escape(c.task),
                 f"{c.before.successes}/{c.before.runs}" if c.before else "-",
                 f"{c.after.successes}/{c.after.runs}" if c.after else "-",
                 f"{c.delta:+.0%}",
                 f"[{style}]{c.verdict}[/]" if style else c.verdict,
-                c.note,
+                escape(c.note),
             )
         out.print(table)
     if fail_on_worse and any(c.verdict == "worse" for c in changes):

@@ -174,16 +174,19 @@ def _print_rules(as_json: bool) -> None:
 def _print_report(
     out: Console, label: str, report: LintReport, *, show_all: bool, rules: Any
 ) -> None:
+    from rich.text import Text
+
     shown = [f for f in report.findings if show_all or (f.waived is None and f.severity != "info")]
     by_tool: dict[str, list[Any]] = {}
     for finding in shown:
         by_tool.setdefault(finding.tool, []).append(finding)
     for tool, findings in by_tool.items():
-        out.print(f"[bold]{visible(tool)}[/]")
+        out.print(Text(visible(tool), style="bold"))
         for f in findings:
+            # A waiver's reason is the config's text: never read as markup.
             tag = f"waived ({f.waived})" if f.waived else f.severity
             style = "dim" if f.waived else _STYLES[f.severity]
-            out.print(f"  [{style}]{tag:<7}[/] {f.rule}: ", end="")
+            out.print(Text.assemble("  ", (f"{tag:<7}", style), f" {f.rule}: "), end="")
             out.print(visible(f.message), markup=False)
             out.print(f"          fix: {f.fix}", markup=False, style="dim")
     counts = report.counts()

@@ -89,14 +89,15 @@ def tools_table(specs: Sequence[ToolSpec], *, summary_width: int | None = 60) ->
         table.add_column("summary", no_wrap=True, overflow="ellipsis", max_width=summary_width)
     for spec in specs:
         risk = spec.risk.value
+        # A tool's words (an upstream's too) are text: "[/]" in one is no markup.
         cells: list[str | Text] = [
-            spec.name,
+            Text(spec.name),
             Text(risk, style=RISK_STYLES.get(risk, "")),
-            ", ".join(sorted(spec.scopes)) or "-",
-            ", ".join(sorted(spec.trusted_fields)) or "-",
+            Text(", ".join(sorted(spec.scopes)) or "-"),
+            Text(", ".join(sorted(spec.trusted_fields)) or "-"),
         ]
         if summary_width is not None:
-            cells.append(one_line(spec))
+            cells.append(Text(one_line(spec)))
         table.add_row(*cells)
     return table
 
@@ -125,7 +126,7 @@ def render_envelope(
     if envelope.error is not None:
         facts.add_row("error", Text(envelope.error.message_for_model, style="red"))
         if envelope.error.next_step:
-            facts.add_row("next step", envelope.error.next_step)
+            facts.add_row("next step", Text(envelope.error.next_step))
         if envelope.error.retryable:
             facts.add_row("retryable", "yes")
     if envelope.decision is not None:
@@ -156,7 +157,7 @@ def render_envelope(
             + ("s" if attempts != 1 else ""),
         )
     if envelope.idempotency_key:
-        facts.add_row("idempotency key", envelope.idempotency_key)
+        facts.add_row("idempotency key", Text(envelope.idempotency_key))
     facts.add_row("call id", envelope.call_id)
     out.print(facts)
 
@@ -303,7 +304,7 @@ def print_trifecta(console: Console, report: Mapping[str, list[str]] | None) -> 
         "exfiltration": "can send data out",
     }
     for key, label in labels.items():
-        console.print(f"  {label}: {', '.join(report.get(key, []))}")
+        console.print(f"  {label}: {', '.join(report.get(key, []))}", markup=False)
 
 
 def print_search(out: Console, outcome: Mapping[str, Any]) -> None:
@@ -311,7 +312,7 @@ def print_search(out: Console, outcome: Mapping[str, Any]) -> None:
     rankings found each (BM25, dense)."""
     results = outcome["results"]
     if not results:
-        out.print(f"nothing matches {outcome['query']!r}")
+        out.print(f"nothing matches {outcome['query']!r}", markup=False)
     for result in results:
         found_by = [
             f"{label} #{result[key]}"

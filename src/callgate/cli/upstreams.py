@@ -118,6 +118,7 @@ def status_lines(gate: Gate) -> list[str]:
 
 def _print(reports: list[dict[str, Any]]) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(box=None, pad_edge=False)
     columns = ("upstream", "state", "protocol", "tools", "calls 24 h", "failed", "trust")
@@ -129,21 +130,22 @@ def _print(reports: list[dict[str, Any]]) -> None:
             state += " (tools as last listed)"
         if report["retry_in"] is not None:
             state += f" (retry in {report['retry_in']:g} s)"
+        # What an upstream said (its error, its tools' names) is text, never markup.
         table.add_row(
-            report["name"],
-            state,
-            report["protocol"] or "-",
+            Text(report["name"]),
+            Text(state),
+            Text(report["protocol"] or "-"),
             str(len(report["tools"])),
             f"{report['calls']:,}",
             f"{report['failures']:,}",
-            report["trust"],
-            report["last_error"] or "-",
-            report["target"],
+            Text(report["trust"]),
+            Text(report["last_error"] or "-"),
+            Text(report["target"]),
         )
     out = console()
     out.print(table)
     for report in reports:
         for upstream, local in report["renamed"].items():
-            out.print(f"{report['name']}: tool {upstream!r} is served as {local!r}")
+            out.print(f"{report['name']}: tool {upstream!r} is served as {local!r}", markup=False)
         for upstream, reason in report["skipped"].items():
-            out.print(f"{report['name']}: tool {upstream!r} is not served: {reason}")
+            out.print(f"{report['name']}: tool {upstream!r} is not served: {reason}", markup=False)

@@ -42,12 +42,13 @@ def _plots(result: EvalResult) -> list[str]:
     metrics = result.task_metrics()
     ids = [t.id for t in result.tasks]
     rates = [metrics[i].success_rate for i in ids]
+    labels = [i.replace("$", r"\$") for i in ids]  # a task id's "$...$" is not TeX
     out = []
 
     fig = Figure(figsize=(6, max(2.5, 0.28 * len(ids) + 1)))
     ax = fig.subplots()
     colors = ["#2da44e" if r == 1 else "#cf222e" if r == 0 else "#d4a72c" for r in rates]
-    ax.barh(ids[::-1], rates[::-1], color=colors[::-1])
+    ax.barh(labels[::-1], rates[::-1], color=colors[::-1])
     ax.set_xlim(0, 1)
     ax.set_xlabel("success rate")
     ax.set_title("Success by task")

@@ -18,10 +18,14 @@ def _pct(value: float) -> str:
 
 def print_result(out: Console, result: EvalResult) -> None:
     """Print ``result`` as a table, the failed checks, and the overall metrics."""
+    from rich.markup import escape
     from rich.table import Table
 
+    # Suite, task ids, check texts and the model's words are text, not markup:
+    # "[/]" in a reply must print as written, not stop the report after the runs.
     table = Table(
-        title=f"{result.suite} · {result.model} · split {result.split}", title_justify="left"
+        title=escape(f"{result.suite} · {result.model} · split {result.split}"),
+        title_justify="left",
     )
     table.add_column("task", overflow="fold", min_width=22)
     table.add_column("split", no_wrap=True)
@@ -31,7 +35,7 @@ def print_result(out: Console, result: EvalResult) -> None:
         m = result.task_metrics()[info.id]
         style = "green" if m.successes == m.runs else "red" if m.successes == 0 else "yellow"
         table.add_row(
-            info.id,
+            escape(info.id),
             "held" if info.split == "heldout" else info.split,
             f"[{style}]{m.successes}/{m.runs}[/]",
             f"{m.calls_per_run:.1f}",
@@ -46,7 +50,8 @@ def print_result(out: Console, result: EvalResult) -> None:
     for run in result.runs:
         if not run.success:
             out.print(
-                f"[red]FAIL[/] {run.task} #{run.repetition + 1}: {'; '.join(run.failures)}",
+                f"[red]FAIL[/] {escape(run.task)} #{run.repetition + 1}: "
+                + escape("; ".join(run.failures)),
                 markup=True,
                 highlight=False,
             )
