@@ -58,7 +58,9 @@ def test_run_prints_json_of_a_documented_shape_and_meets_its_bar(tmp_path: Path)
         "overall",
         "tasks",
         "runs",
+        "interrupted",
     }
+    assert data["interrupted"] is False
     assert [t["id"] for t in data["tasks"]] == ["status"]
     assert data["overall"]["pass_hat_k"] == {"1": 1.0, "2": 1.0}
     assert set(data["overall"]["tokens"]) == {"definitions", "results", "input", "output", "total"}
@@ -158,3 +160,84 @@ def test_a_result_that_cannot_be_written_after_the_runs_is_still_printed(
     assert result.stderr.strip().splitlines()[-1] == (
         f"callgate: error: cannot write {gone} (No such file or directory)"
     )
+
+
+SLOW_TOOLS = '''
+import asyncio
+
+from callgate import Toolbox
+
+box = Toolbox("pace")
+
+
+@box.tool(read_only=True, open_world=False, timeout=120)
+async def wait(seconds: float) -> str:
+    """Wait a while.
+
+    Args:
+        seconds: How long.
+    """
+    await asyncio.sleep(seconds)
+    return "waited"
+'''
+
+
+def _paced_task(name: str, seconds: float) -> str:
+    return f"""
+[[tasks]]
+id = "{name}"
+prompt = "Wait."
+script = [{{ call = "pace.wait", args = {{ seconds = {seconds} }} }}, {{ reply = "Waited." }}]
+[tasks.expect]
+answer_contains = ["Waited"]
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_runs_that_ended(tmp_path: Path) -> None:
+    """Hours of a real model's runs must not go with the ones still running."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "pace_tools.py").write_text(SLOW_TOOLS, encoding="utf-8")
+    (tmp_path / "pace.toml").write_text('toolboxes = ["./pace_tools.py:box"]\n', encoding="utf-8")
+    suite = tmp_path / "paced.toml"
+    suite.write_text(
+        '[suite]\nname = "paced"\nconfig = "pace.toml"\n'
+        + _paced_task("quick-1", 0)
+        + _paced_task("quick-2", 0)
+        + _paced_task("stuck", 60),
+        encoding="utf-8",
+    )
+    out, page = tmp_path / "r.json", tmp_path / "r.html"
+    command = [sys.executable, "-m", "callgate", "eval", "run", str(suite), "--concurrency", "1"]
+    process = subprocess.Popen(
+        [*command, "--out", str(out), "--html", str(page)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        # A child of a non-interactive shell may inherit SIGINT ignored.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert process.stderr is not None
+    lines = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until both quick runs have ended
+        lines.append(process.stderr.readline())
+        if "[2/3]" in lines[-1]:
+            break
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+
+    assert process.returncode == 130, stdout + stderr
+    assert "callgate: interrupted: 2 of 3 runs ended; the result covers those" in stderr
+    assert "interrupted: 2 of 3 runs" in stdout
+    assert "success 100% (2/2 runs)" in stdout
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["interrupted"] is True
+    assert sorted(r["task"] for r in data["runs"]) == ["quick-1", "quick-2"]
+    assert "Interrupted: 2 of 3 runs ended" in page.read_text(encoding="utf-8")

@@ -13,6 +13,8 @@ Exit codes, the same for every command:
   parked for approval or input, a run waiting for an approval.
 - 4 (:data:`EXIT_STOPPED`): a run was stopped by one of its limits (turns, tool
   calls, tokens, wall time) before the model answered; the output names the limit.
+- 130 (:data:`EXIT_INTERRUPTED`): stopped with Ctrl-C; ``eval run`` still
+  prints and writes the result of the runs that ended.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ EXIT_FAILED = 1
 EXIT_CLI_ERROR = 2
 EXIT_WAITING = 3
 EXIT_STOPPED = 4
+EXIT_INTERRUPTED = 130
 
 
 class CliError(RuntimeFailure):

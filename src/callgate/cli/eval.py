@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -22,6 +23,7 @@ import typer
 from callgate.cli._common import (
     EXIT_CLI_ERROR,
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     CliError,
     JsonOption,
     StoreOption,
@@ -209,6 +211,13 @@ def run_suite_command(
         print_result(console(), result)
     for problem in unwritten:
         typer.echo(f"callgate: error: {problem}", err=True)
+    if result.interrupted:
+        typer.echo(
+            f"callgate: interrupted: {len(result.runs)} of {result.planned} runs ended; "
+            "the result covers those",
+            err=True,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED)
     if unwritten:
         raise typer.Exit(EXIT_CLI_ERROR)
     if min_success is not None and result.overall.success_rate < min_success:
@@ -251,12 +260,16 @@ def _run(
     bar: bool,
 ) -> EvalResult:
     """Run the suite with progress: a bar on a terminal (unless ``bar`` is off for
-    JSON output), else a line on stderr as each run ends."""
-    from callgate.eval.runner import run_suite
+    JSON output), else a line on stderr as each run ends. Stopped with Ctrl-C, it
+    returns the runs that ended (``interrupted``): hours of a real model's runs
+    are not thrown away with the ones still going."""
+    from callgate.eval.runner import eval_result, run_suite
 
     out = console()
     total = len(suite.tasks) * repeat
     done = 0
+    ended: list[RunOutcome] = []
+    started = time.monotonic()
 
     def line(outcome: RunOutcome) -> None:
         nonlocal done
@@ -269,18 +282,28 @@ def _run(
         )
 
     def go(on_done: Callable[[RunOutcome], None]) -> EvalResult:
-        return asyncio.run(
-            run_suite(
-                suite,
-                model=factory,
-                model_name=name,
-                repeat=repeat,
-                concurrency=concurrency,
-                split=split,
-                limits=limits,
-                on_done=on_done,
+        def each(outcome: RunOutcome) -> None:
+            ended.append(outcome)
+            on_done(outcome)
+
+        try:
+            return asyncio.run(
+                run_suite(
+                    suite,
+                    model=factory,
+                    model_name=name,
+                    repeat=repeat,
+                    concurrency=concurrency,
+                    split=split,
+                    limits=limits,
+                    on_done=each,
+                )
             )
-        )
+        except KeyboardInterrupt:
+            return eval_result(
+                suite, ended, model_name=name, repeat=repeat, split=split,
+                seconds=time.monotonic() - started, interrupted=True,
+            )  # fmt: skip
 
     if not (bar and out.is_terminal):
         return go(line)

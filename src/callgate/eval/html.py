@@ -22,6 +22,7 @@ body{font-family:system-ui,sans-serif;margin:2rem auto;padding:0 1rem;max-width:
 h1{font-size:1.5rem} h2{font-size:1.15rem;margin-top:2rem}
 table{border-collapse:collapse;font-size:.9rem} td,th{padding:.25rem .6rem;border-bottom:1px solid #ddd}
 th{text-align:left} td.n{text-align:right} .ok{color:#1a7f37} .bad{color:#cf222e} .mid{color:#9a6700}
+.none{color:#8c959f}
 .cards{display:flex;gap:1rem;flex-wrap:wrap} .card{border:1px solid #ddd;border-radius:8px;padding:.6rem 1rem}
 .card b{display:block;font-size:1.4rem} .plots{display:flex;flex-wrap:wrap;gap:1rem}
 .note{background:#fff8c5;padding:.5rem 1rem;border-radius:6px}
@@ -47,7 +48,16 @@ def _plots(result: EvalResult) -> list[str]:
 
     fig = Figure(figsize=(6, max(2.5, 0.28 * len(ids) + 1)))
     ax = fig.subplots()
-    colors = ["#2da44e" if r == 1 else "#cf222e" if r == 0 else "#d4a72c" for r in rates]
+    colors = [
+        "#d0d7de"
+        if not metrics[i].runs
+        else "#2da44e"
+        if r == 1
+        else "#cf222e"
+        if r == 0
+        else "#d4a72c"
+        for i, r in zip(ids, rates, strict=True)
+    ]
     ax.barh(labels[::-1], rates[::-1], color=colors[::-1])
     ax.set_xlim(0, 1)
     ax.set_xlabel("success rate")
@@ -133,7 +143,15 @@ def render_html(result: EvalResult) -> str:
     metrics = result.task_metrics()
     for info in result.tasks:
         m = metrics[info.id]
-        cls = "ok" if m.successes == m.runs else "bad" if m.successes == 0 else "mid"
+        cls = (
+            "none"
+            if not m.runs
+            else "ok"
+            if m.successes == m.runs
+            else "bad"
+            if not m.successes
+            else "mid"
+        )
         failures = sorted({f for r in result.runs_of(info.id) for f in r.failures})
         rows.append(
             "<tr>"
@@ -158,7 +176,13 @@ def render_html(result: EvalResult) -> str:
         f"<style>{_STYLE}</style></head><body><h1>{title}</h1>"
         f"<p>split {html.escape(result.split)}, {result.repeat} repetition(s), "
         f"{len(result.tasks)} tasks</p>{note}"
-        '<div class="cards">'
+        + (
+            f'<p class="note">Interrupted: {len(result.runs)} of {result.planned} runs '
+            "ended; everything here covers those.</p>"
+            if result.interrupted
+            else ""
+        )
+        + '<div class="cards">'
         + "".join(
             f'<div class="card">{html.escape(k)}<b>{html.escape(v)}</b>{html.escape(s)}</div>'
             for k, v, s in cards

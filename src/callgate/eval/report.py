@@ -23,17 +23,25 @@ def print_result(out: Console, result: EvalResult) -> None:
 
     # Suite, task ids, check texts and the model's words are text, not markup:
     # "[/]" in a reply must print as written, not stop the report after the runs.
-    table = Table(
-        title=escape(f"{result.suite} · {result.model} · split {result.split}"),
-        title_justify="left",
-    )
+    title = escape(f"{result.suite} · {result.model} · split {result.split}")
+    if result.interrupted:
+        title += f" · [bold red]interrupted: {len(result.runs)} of {result.planned} runs[/]"
+    table = Table(title=title, title_justify="left")
     table.add_column("task", overflow="fold", min_width=22)
     table.add_column("split", no_wrap=True)
     for name in ("pass", "calls", "err", "wrong", "dup", "appr", "human", "s"):
         table.add_column(name, justify="right", no_wrap=True)
     for info in result.tasks:
         m = result.task_metrics()[info.id]
-        style = "green" if m.successes == m.runs else "red" if m.successes == 0 else "yellow"
+        style = (
+            "dim"  # not run: the command was interrupted first
+            if not m.runs
+            else "green"
+            if m.successes == m.runs
+            else "red"
+            if m.successes == 0
+            else "yellow"
+        )
         table.add_row(
             escape(info.id),
             "held" if info.split == "heldout" else info.split,

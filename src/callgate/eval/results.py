@@ -3,8 +3,9 @@
 The JSON (``callgate eval run --json`` / ``--out``) is what ``callgate eval
 compare`` reads back: ``format``, ``suite``, ``model``, ``split``, ``repeat``,
 ``seconds``, ``overall`` (the metrics over every run, with ``pass_hat_k``),
-``tasks`` (each task's id, split, tags, metrics and ``pass_hat_k``) and ``runs``
-(each run's outcome).
+``tasks`` (each task's id, split, tags, metrics and ``pass_hat_k``), ``runs``
+(each run's outcome) and ``interrupted`` (true when the command was stopped
+before every run was made: the result covers the runs that ended).
 """
 
 from __future__ import annotations
@@ -40,7 +41,14 @@ class EvalResult:
     tasks: tuple[TaskInfo, ...]
     runs: tuple[RunOutcome, ...]
     seconds: float = 0.0
+    interrupted: bool = False
+    """Stopped (Ctrl-C) before every run was made: ``runs`` are those that ended."""
     extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def planned(self) -> int:
+        """How many runs were asked for: each task ``repeat`` times."""
+        return len(self.tasks) * self.repeat
 
     def runs_of(self, task: str) -> list[RunOutcome]:
         return [r for r in self.runs if r.task == task]
@@ -86,6 +94,7 @@ class EvalResult:
                 for t in self.tasks
             ],
             "runs": [r.to_json() for r in self.runs],
+            "interrupted": self.interrupted,
         }
 
     @classmethod
@@ -112,6 +121,7 @@ class EvalResult:
                     for t in data["tasks"]
                 ),
                 runs=tuple(RunOutcome.from_json(r) for r in data["runs"]),
+                interrupted=bool(data.get("interrupted", False)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidArgument(f"{label}: a malformed eval result ({exc!r})") from None

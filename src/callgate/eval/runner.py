@@ -275,14 +275,32 @@ async def run_suite(
         for repetition in range(repeat):
             for task in suite.tasks:
                 group.start_soon(one, task, repetition)
+    return eval_result(
+        suite, outcomes, model_name=model_name, repeat=repeat, split=split,
+        seconds=time.monotonic() - started,
+    )  # fmt: skip
+
+
+def eval_result(
+    suite: Suite,
+    outcomes: Sequence[RunOutcome],
+    *,
+    model_name: str,
+    repeat: int,
+    split: str,
+    seconds: float,
+    interrupted: bool = False,
+) -> EvalResult:
+    """The result of ``suite``'s runs that ended (``interrupted``: not all of them),
+    in the suite's task order."""
     order = {t.id: i for i, t in enumerate(suite.tasks)}
-    outcomes.sort(key=lambda o: (order[o.task], o.repetition))
     return EvalResult(
         suite=suite.name,
         model=model_name,
         split=split,
         repeat=repeat,
         tasks=tuple(TaskInfo(id=t.id, split=t.split, tags=t.tags) for t in suite.tasks),
-        runs=tuple(outcomes),
-        seconds=time.monotonic() - started,
+        runs=tuple(sorted(outcomes, key=lambda o: (order[o.task], o.repetition))),
+        seconds=seconds,
+        interrupted=interrupted,
     )
