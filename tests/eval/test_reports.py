@@ -114,3 +114,20 @@ def test_one_run_a_side_is_never_called_significant(demo_result: EvalResult) -> 
     change = next(c for c in changes if c.task == "deploy-status-running")
     assert change.verdict == "worse"
     assert change.note.startswith("one run a side")
+
+
+def test_a_task_an_interrupted_run_never_reached_is_not_run_not_worse(
+    demo_result: EvalResult,
+) -> None:
+    reached = [r for r in demo_result.runs if r.task != "deploy-status-running"]
+    interrupted = replace(demo_result, runs=tuple(reached), interrupted=True)
+
+    changes, overall = compare(demo_result, interrupted)
+    by_task = {c.task: c for c in changes}
+
+    assert by_task["deploy-status-running"].verdict == "not run"
+    assert by_task["deploy-status-running"].delta == 0
+    assert {c.verdict for c in changes} == {"same", "not run"}
+    assert overall.verdict == "same"
+    again = EvalResult.from_json(interrupted.to_json())
+    assert again.interrupted and again.planned == demo_result.planned

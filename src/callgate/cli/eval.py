@@ -339,6 +339,13 @@ def compare_command(
     with cli_errors():
         old, new = _read(before), _read(after)
     changes, overall = compare(old, new)
+    for path, result in ((before, old), (after, new)):
+        if result.interrupted:
+            typer.echo(
+                f"callgate: {path} was interrupted ({len(result.runs)} of {result.planned} "
+                "runs): a task it has no run of is 'not run', never better or worse",
+                err=True,
+            )
     if as_json:
         print_json(compare_json(old, new))
     else:

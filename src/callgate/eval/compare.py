@@ -32,7 +32,7 @@ class TaskChange:
 
     @property
     def delta(self) -> float:
-        if self.before is None or self.after is None:
+        if self.before is None or self.after is None or not (self.before.runs and self.after.runs):
             return 0.0
         return self.after.success_rate - self.before.success_rate
 
@@ -42,6 +42,8 @@ class TaskChange:
             return "new"
         if self.after is None:
             return "removed"
+        if not (self.before.runs and self.after.runs):
+            return "not run"  # on a side that was interrupted first: no change to tell
         if self.delta > 0:
             return "better"
         if self.delta < 0:
