@@ -191,6 +191,12 @@ def test_live_replay_warns_runs_the_tools_and_reports_changed_results(
 
     assert result.exit_code == 1
     assert "side effects (writes, payments, messages) happen again" in result.stderr
+    # A live call takes as long as its tool: a line as each one is made again.
+    progress = [line for line in result.stderr.splitlines() if line.startswith("callgate: [")]
+    assert progress == [
+        "callgate: [1/2] shop.order_get: allow -> allow (changed)",
+        "callgate: [2/2] shop.refund: allow -> allow",
+    ]
     assert 'result_changed: state: "open" -> "refunded"' in result.stdout
     assert as_json["live"] is True and as_json["by_kind"] == {"result_changed": 1}
     # Live means live: two replays, two more refunds.

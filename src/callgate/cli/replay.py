@@ -22,6 +22,7 @@ from callgate.cli._common import (
     opened,
     print_json,
     safe_url,
+    visible,
 )
 from callgate.cli._context import (
     ConfigOption,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
     from callgate.config import GateConfig
     from callgate.replay import ReplayReport
+    from callgate.replay.report import CallReplay
     from callgate.runtime.gate import Gate
 
 LIVE_WARNING = (
@@ -127,7 +129,18 @@ async def _replay(
                 roles=split_list(roles) if roles is not None else then.roles,
                 attributes=then.attributes,
             )
-        return await replay(gate, run_id, principal=who, live=live)
+        return await replay(
+            gate, run_id, principal=who, live=live, on_call=_progress if live else None
+        )
+
+
+def _progress(call: CallReplay, total: int) -> None:
+    """A line on stderr as each live call is made again (a call takes as long as its tool)."""
+    typer.echo(
+        f"callgate: [{call.number}/{total}] {visible(call.tool)}: {call.then or '?'} -> {call.now}"
+        + (" (changed)" if call.changed else ""),
+        err=True,
+    )
 
 
 def _print(out: Console, report: ReplayReport) -> None:

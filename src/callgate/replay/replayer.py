@@ -12,7 +12,7 @@ real (side effects included) and audited like any other.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from callgate.agent.messages import Message, ModelRequest, ToolResult, ToolResults
@@ -35,7 +35,12 @@ previewed change's own stages is not compared (a check runs neither)."""
 
 
 async def replay(
-    gate: Gate, run_id: str, *, principal: Principal | None = None, live: bool = False
+    gate: Gate,
+    run_id: str,
+    *,
+    principal: Principal | None = None,
+    live: bool = False,
+    on_call: Callable[[CallReplay, int], None] | None = None,
 ) -> ReplayReport:
     """Replay the recorded run ``run_id`` against ``gate`` and report what differs.
 
@@ -49,6 +54,8 @@ async def replay(
         live: make the calls the gate would run without a human again, against
             the tools as they are now (their side effects happen again), and
             compare the results; otherwise every call is answered from the recording.
+        on_call: called with each call's replay as it is done and the number of
+            calls in all (progress: a live call takes as long as the tool does).
 
     Raises:
         LookupError: no run ``run_id`` in the gate's store.
@@ -67,6 +74,7 @@ async def replay(
     model = ReplayModel(recording)
     messages: list[Message] = list(recording.opening)
     replayed: list[CallReplay] = []
+    total = sum(len(turn.calls) for turn in recording.turns)
     for _turn in recording.turns:
         response = await model.request(ModelRequest(messages=tuple(messages)))
         messages.append(response.message)
@@ -76,6 +84,8 @@ async def replay(
                 gate, recorded, who, session, live=live, number=len(replayed) + 1
             )
             replayed.append(outcome)
+            if on_call is not None:
+                on_call(outcome, total)
             if answer is not None:
                 results.append(result_for(recorded.call, answer))
         if results:
