@@ -115,3 +115,60 @@ async def test_a_script_that_runs_out_fails_the_run_and_a_bad_argument_counts_by
     assert not run.success
     assert run.failures == ("the scripted model ran out of steps",)
     assert run.calls == 1
+
+
+HOLDING_TOOLS = '''
+from callgate import Toolbox
+from callgate.eval.scope import on_run_end
+
+ended = []
+registered = []
+
+
+def box():
+    toolbox = Toolbox("hold")
+    held = {"big": list(range(1000))}  # what a run's tools hold (a database)
+
+    @toolbox.tool(read_only=True, open_world=False)
+    def size() -> int:
+        """How much is held."""
+        return len(held["big"])
+
+    registered.append(on_run_end(lambda: ended.append(held.pop("big"))))
+    return toolbox
+'''
+
+
+async def test_a_toolbox_built_for_a_run_is_told_when_the_run_ends(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+    import sys
+
+    from callgate.config import load_config
+
+    (tmp_path / "holding_tools.py").write_text(HOLDING_TOOLS, encoding="utf-8")
+    (tmp_path / "callgate.toml").write_text('toolboxes = ["holding_tools:box"]\n', encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("holding_tools")
+    script = [{"call": "hold.size"}, {"reply": "1000"}]
+    suite = parse_suite(
+        {
+            "suite": {"name": "t", "config": "callgate.toml"},
+            "tasks": [
+                {"id": f"t{i}", "prompt": "How much?", "script": script,
+                 "expect": {"answer_contains": ["1000"]}}
+                for i in range(2)
+            ],
+        },
+        source=tmp_path / "suite.toml",
+    )  # fmt: skip
+
+    result = await run_suite(suite)
+
+    assert [r.success for r in result.runs] == [True, True]
+    assert module.registered == [True, True]  # each run's own gate
+    assert len(module.ended) == 2
+    load_config(tmp_path / "callgate.toml").build_gate("memory://")  # a server's gate
+    assert module.registered[-1] is False
+    sys.modules.pop("holding_tools", None)
