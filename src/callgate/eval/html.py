@@ -60,6 +60,7 @@ def _plots(result: EvalResult) -> list[str]:
     ]
     ax.barh(labels[::-1], rates[::-1], color=colors[::-1])
     ax.set_xlim(0, 1)
+    ax.set_ylim(-0.6, len(ids) - 0.4)  # not 5% of the rows blank at each end
     ax.set_xlabel("success rate")
     ax.set_title("Success by task")
     ax.tick_params(axis="y", labelsize=7)
