@@ -87,6 +87,13 @@ def test_a_failed_run_is_red_and_names_its_failed_check(
     assert held.locator("td.bad").inner_text() == "0/1"
     assert held.locator("td.bad").evaluate("e => getComputedStyle(e).color") == "rgb(207, 34, 46)"
     assert "the answer does not contain 'failed'" in held.inner_text()
+    # Its bar in the plot is red (a task that always fails is no empty row).
+    widest = page.locator(".plots svg").first.evaluate(
+        """svg => Math.max(0, ...[...svg.querySelectorAll("path")]
+            .filter(p => (p.getAttribute("style") || "").includes("#cf222e"))
+            .map(p => p.getBoundingClientRect().width))"""
+    )
+    assert widest > 100
     passed = page.locator("tr", has_text="status")
     assert passed.locator("td.ok").inner_text() == "1/1"
     assert page.locator(".card", has_text="success").inner_text().split()[:2] == ["success", "50%"]

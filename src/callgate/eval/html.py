@@ -48,17 +48,17 @@ def _plots(result: EvalResult) -> list[str]:
 
     fig = Figure(figsize=(6, max(2.5, 0.28 * len(ids) + 1)))
     ax = fig.subplots()
-    colors = [
-        "#d0d7de"
-        if not metrics[i].runs
-        else "#2da44e"
-        if r == 1
-        else "#cf222e"
-        if r == 0
-        else "#d4a72c"
-        for i, r in zip(ids, rates, strict=True)
-    ]
-    ax.barh(labels[::-1], rates[::-1], color=colors[::-1])
+    # Each task's bar is whole: the share of runs that passed, then the share that
+    # failed (a task that always fails is a red bar, not an empty row), grey when
+    # the command was interrupted before any run of it.
+    ran = [bool(metrics[i].runs) for i in ids]
+    failed = [1 - r if was else 0.0 for r, was in zip(rates, ran, strict=True)]
+    ax.barh(labels[::-1], rates[::-1], color="#2da44e", label="passed")
+    ax.barh(labels[::-1], failed[::-1], left=rates[::-1], color="#cf222e", label="failed")
+    if not all(ran):
+        unrun = [0.0 if was else 1.0 for was in ran]
+        ax.barh(labels[::-1], unrun[::-1], color="#d0d7de", label="not run")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, frameon=False, fontsize=8)
     ax.set_xlim(0, 1)
     ax.set_ylim(-0.6, len(ids) - 0.4)  # not 5% of the rows blank at each end
     ax.set_xlabel("success rate")
@@ -70,7 +70,7 @@ def _plots(result: EvalResult) -> list[str]:
     fig = Figure(figsize=(4.5, 3))
     ax = fig.subplots()
     ax.plot(list(pass_k), list(pass_k.values()), marker="o", color="#0969da")
-    ax.set_ylim(0, 1.05)
+    ax.set_ylim(-0.05, 1.05)  # a pass^k of 0 shows above the axis
     ax.set_xlabel("k")
     ax.set_ylabel("pass^k")
     ax.set_xticks(list(pass_k))
