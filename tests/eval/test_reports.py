@@ -129,5 +129,11 @@ def test_a_task_an_interrupted_run_never_reached_is_not_run_not_worse(
     assert by_task["deploy-status-running"].delta == 0
     assert {c.verdict for c in changes} == {"same", "not run"}
     assert overall.verdict == "same"
+    # (all) counts the tasks both ran: one that fails everywhere it ran is worse.
+    failing = replace(interrupted, runs=tuple(replace(r, success=False) for r in reached))
+    _, worse = compare(demo_result, failing)
+    assert worse.before is not None and worse.after is not None
+    assert (worse.before.runs, worse.after.runs) == (len(reached), len(reached))
+    assert worse.delta == -1.0
     again = EvalResult.from_json(interrupted.to_json())
     assert again.interrupted and again.planned == demo_result.planned

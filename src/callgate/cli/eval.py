@@ -343,7 +343,8 @@ def compare_command(
         if result.interrupted:
             typer.echo(
                 f"callgate: {path} was interrupted ({len(result.runs)} of {result.planned} "
-                "runs): a task it has no run of is 'not run', never better or worse",
+                "runs): a task it has no run of is 'not run', never better or worse, "
+                "and (all) counts the tasks both ran",
                 err=True,
             )
     if as_json:

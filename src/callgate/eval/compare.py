@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from callgate.eval.metrics import Aggregate, fisher_exact
+from callgate.eval.metrics import Aggregate, aggregate, fisher_exact
 from callgate.eval.results import EvalResult
 
 __all__ = ["SIGNIFICANT", "TaskChange", "compare", "compare_json"]
@@ -82,7 +82,10 @@ def compare(before: EvalResult, after: EvalResult) -> tuple[list[TaskChange], Ta
         b, a = old.get(task), new.get(task)
         p = _p(b, a) if b is not None and a is not None and b.runs and a.runs else None
         changes.append(TaskChange(task=task, before=b, after=a, p_value=p))
-    b_all, a_all = before.overall, after.overall
+    # A task one side never ran (it was interrupted first) counts on neither side.
+    unrun = {c.task for c in changes if c.verdict == "not run"}
+    b_all = aggregate([r for r in before.runs if r.task not in unrun])
+    a_all = aggregate([r for r in after.runs if r.task not in unrun])
     overall = TaskChange(
         task="(all)",
         before=b_all,
