@@ -61,13 +61,13 @@ class _Loop:
 _LOOPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Loop] = weakref.WeakKeyDictionary()
 
 
-def _shared(loop: asyncio.AbstractEventLoop) -> _Loop:
+def _shared(loop: asyncio.AbstractEventLoop, own: _Loop) -> _Loop:
     try:
         state = _LOOPS.get(loop)
         if state is None:
             state = _LOOPS[loop] = _Loop()
-    except TypeError:  # a loop that takes no weak references: watched on its own
-        state = _Loop()
+    except TypeError:  # a loop that takes no weak references: each watch on its own
+        state = own
     return state
 
 
@@ -106,6 +106,7 @@ class LoopWatch:
         self._ended: set[str] = set()
         """Async tools that ended since the watchdog's last tick."""
         self._task: asyncio.Task[None] | None = None
+        self._own = _Loop()
 
     def run(
         self, coro: Coroutine[Any, Any, Any], tool: str, detail: dict[str, Any]
@@ -141,7 +142,7 @@ class LoopWatch:
 
     def _stepped(self, run: ToolTask, seconds: float) -> None:
         loop = asyncio.get_running_loop()
-        _shared(loop).last_block = loop.time()
+        _shared(loop, self._own).last_block = loop.time()
         blocked = round(seconds * 1000, 3)
         detail = run.detail
         detail["blocked_loop_ms"] = max(detail.get("blocked_loop_ms", 0.0), blocked)
@@ -165,7 +166,7 @@ class LoopWatch:
 
     async def aclose(self) -> None:
         """Stop the watchdog."""
-        _shared(asyncio.get_running_loop()).watches.discard(self)  # a closed gate runs nothing
+        _shared(asyncio.get_running_loop(), self._own).watches.discard(self)  # a closed gate runs nothing
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -173,7 +174,7 @@ class LoopWatch:
 
     async def _watch(self) -> None:
         loop = asyncio.get_running_loop()
-        shared = _shared(loop)
+        shared = _shared(loop, self._own)
         shared.watches.add(self)
         while True:
             before = loop.time()
