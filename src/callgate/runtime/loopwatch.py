@@ -166,7 +166,9 @@ class LoopWatch:
 
     async def aclose(self) -> None:
         """Stop the watchdog."""
-        _shared(asyncio.get_running_loop(), self._own).watches.discard(self)  # a closed gate runs nothing
+        _shared(asyncio.get_running_loop(), self._own).watches.discard(
+            self
+        )  # a closed gate runs nothing
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
