@@ -140,7 +140,7 @@ def box():
 
 
 async def test_a_toolbox_built_for_a_run_is_told_when_the_run_ends(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     import importlib
     import sys
@@ -151,6 +151,7 @@ async def test_a_toolbox_built_for_a_run_is_told_when_the_run_ends(
     (tmp_path / "callgate.toml").write_text('toolboxes = ["holding_tools:box"]\n', encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     module = importlib.import_module("holding_tools")
+    request.addfinalizer(lambda: sys.modules.pop("holding_tools", None))
     script = [{"call": "hold.size"}, {"reply": "1000"}]
     suite = parse_suite(
         {
@@ -171,4 +172,3 @@ async def test_a_toolbox_built_for_a_run_is_told_when_the_run_ends(
     assert len(module.ended) == 2
     load_config(tmp_path / "callgate.toml").build_gate("memory://")  # a server's gate
     assert module.registered[-1] is False
-    sys.modules.pop("holding_tools", None)

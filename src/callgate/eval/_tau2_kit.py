@@ -63,6 +63,7 @@ _gc_lock = threading.Lock()
 _gc_pauses = 0
 _gc_was_enabled = False
 _shipped_lock = threading.Lock()
+_SHIPPED: dict[str, bytes] = {}
 
 
 @contextlib.contextmanager
@@ -94,9 +95,6 @@ def shipped(domain: str) -> bytes:
                 db = db_class.load(str(_db_path(domain)))
                 data = _SHIPPED[domain] = pickle.dumps(db, protocol=pickle.HIGHEST_PROTOCOL)
         return data
-
-
-_SHIPPED: dict[str, bytes] = {}
 
 
 def tool_kit(domain: str) -> Any:

@@ -30,6 +30,9 @@ th{text-align:left} td.n{text-align:right} .ok{color:#1a7f37} .bad{color:#cf222e
 """
 
 
+_CLASSES = {"not run": "none", "passed": "ok", "failed": "bad", "mixed": "mid"}
+
+
 def _svg(fig: Figure) -> str:
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight")
@@ -144,15 +147,7 @@ def render_html(result: EvalResult) -> str:
     metrics = result.task_metrics()
     for info in result.tasks:
         m = metrics[info.id]
-        cls = (
-            "none"
-            if not m.runs
-            else "ok"
-            if m.successes == m.runs
-            else "bad"
-            if not m.successes
-            else "mid"
-        )
+        cls = _CLASSES[m.outcome]
         failures = sorted({f for r in result.runs_of(info.id) for f in r.failures})
         rows.append(
             "<tr>"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 __all__ = ["Aggregate", "RunOutcome", "aggregate", "fisher_exact", "pass_hat_k", "suite_pass_hat_k"]
 
@@ -83,6 +83,16 @@ class Aggregate:
     tokens: Mapping[str, float]
     seconds: float
     """Mean wall time of a run."""
+
+    @property
+    def outcome(self) -> Literal["not run", "passed", "failed", "mixed"]:
+        """``passed``: every run; ``failed``: none; ``not run``: no run was made
+        (the command was interrupted first)."""
+        if not self.runs:
+            return "not run"
+        if self.successes == self.runs:
+            return "passed"
+        return "failed" if not self.successes else "mixed"
 
     def to_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)

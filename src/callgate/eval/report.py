@@ -12,6 +12,9 @@ if TYPE_CHECKING:
 __all__ = ["print_result"]
 
 
+_STYLES = {"not run": "dim", "passed": "green", "failed": "red", "mixed": "yellow"}
+
+
 def _pct(value: float) -> str:
     return f"{value:.0%}"
 
@@ -33,15 +36,7 @@ def print_result(out: Console, result: EvalResult) -> None:
         table.add_column(name, justify="right", no_wrap=True)
     for info in result.tasks:
         m = result.task_metrics()[info.id]
-        style = (
-            "dim"  # not run: the command was interrupted first
-            if not m.runs
-            else "green"
-            if m.successes == m.runs
-            else "red"
-            if m.successes == 0
-            else "yellow"
-        )
+        style = _STYLES[m.outcome]
         table.add_row(
             escape(info.id),
             "held" if info.split == "heldout" else info.split,

@@ -167,7 +167,7 @@ def _described(domain: str) -> tuple[Any, Mapping[str, str | None]]:
 
 def write_tools(domain: str) -> frozenset[str]:
     """The full names of ``domain``'s tools that tau2 marks as writes."""
-    tools = kit_class(domain)(None)
+    tools, _ = _described(domain)
     return frozenset(
         f"{domain}.{name}" for name in tools.tools if tools.tool_type(name).value == "write"
     )
